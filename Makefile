@@ -1,0 +1,132 @@
+# featurebox: one non-recursive makefile. Local overrides go in config.mak.
+#
+#   make                  build/featurebox: static musl, -Os, stripped, host arch
+#   make ARCH=aarch64     build/aarch64/featurebox (also ARCH=armhf)
+#   make check            sanitizer flavour (glibc, ASan+UBSan) + unit tests run
+#   make test             everything CI runs; ends with "N passed, N failed"
+#   make size             stripped size per built arch and the 15 largest symbols
+#   make bench            benchmarks (none yet in this issue)
+-include config.mak
+
+TOP := .
+HOST_ARCH := $(shell uname -m)
+ARCH ?= $(HOST_ARCH)
+FLAVOUR ?= release
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wwrite-strings -Wpointer-arith
+CSTD := -std=c11 -D_GNU_SOURCE
+
+ifeq ($(FLAVOUR),check)
+  B := build/check
+  CC := gcc
+  AR := ar
+  OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+  TP_CFLAGS := $(OPT)
+  LDFLAGS_FB := -fsanitize=address,undefined
+  BIN := $(B)/featurebox
+else
+  B := build/$(ARCH)
+  OPT := -Os -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables
+  ifeq ($(ARCH),$(HOST_ARCH))
+    CC := musl-gcc
+    CROSS :=
+    BIN := build/featurebox
+  else ifeq ($(ARCH),aarch64)
+    CROSS := aarch64-linux-gnu-
+    CC := $(CROSS)gcc -specs /usr/lib/aarch64-linux-musl/musl-gcc.specs
+    BIN := $(B)/featurebox
+  else ifeq ($(ARCH),armhf)
+    CROSS := arm-linux-gnueabihf-
+    CC := $(CROSS)gcc -specs /usr/lib/arm-linux-musleabihf/musl-gcc.specs
+    BIN := $(B)/featurebox
+  else ifeq ($(ARCH),x86_64)
+    CROSS := x86_64-linux-gnu-
+    CC := $(CROSS)gcc -specs /usr/lib/x86_64-linux-musl/musl-gcc.specs
+    BIN := $(B)/featurebox
+  else
+    $(error unknown ARCH=$(ARCH): use x86_64, aarch64 or armhf)
+  endif
+  AR := $(CROSS)ar
+  STRIP := $(CROSS)strip
+  TP_CFLAGS := $(OPT)
+  LDFLAGS_FB := -static -Wl,--gc-sections -Wl,--build-id=none
+  ifeq ($(ARCH),aarch64)
+    LDFLAGS_FB += -Wl,-z,max-page-size=4096
+  endif
+endif
+
+include third_party/deps.mk
+
+CFLAGS_FB := $(CSTD) $(OPT) $(WARN) $(FDT_INC)
+
+CORE_SRC := $(filter-out core/main.c,$(wildcard core/*.c))
+APPLET_SRC := $(wildcard applets/*.c)
+CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o)
+APPLET_OBJ := $(APPLET_SRC:%.c=$(B)/obj/%.o)
+MAIN_OBJ := $(B)/obj/core/main.o
+LIBS := $(B)/lib/libfdt.a
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/check/tests/%)
+
+.PHONY: all check test size bench clean distclean cross
+.DEFAULT_GOAL := all
+
+ifeq ($(FLAVOUR),check)
+all: $(BIN) $(UNIT_BIN)
+else
+all: $(BIN)
+endif
+
+# The third-party include dirs only exist after fetching.
+$(CORE_OBJ) $(APPLET_OBJ) $(MAIN_OBJ): | $(TP_STAMP)
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_FB) -MMD -MP -c -o $@ $<
+
+$(MAIN_OBJ) $(APPLET_OBJ): applets/applets.def applets/applets.h
+
+ifeq ($(FLAVOUR),check)
+$(BIN): $(MAIN_OBJ) $(APPLET_OBJ) $(CORE_OBJ) $(LIBS)
+	$(CC) $(OPT) $(LDFLAGS_FB) -o $@ $^
+
+build/check/tests/%: tests/unit/%.c tests/unit/t.h $(CORE_OBJ) $(LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_FB) -Wno-missing-field-initializers -Itests/unit $(LDFLAGS_FB) -o $@ $< $(CORE_OBJ) $(LIBS)
+else
+$(B)/featurebox.unstripped: $(MAIN_OBJ) $(APPLET_OBJ) $(CORE_OBJ) $(LIBS)
+	$(CC) $(OPT) $(LDFLAGS_FB) -o $@ $^
+
+$(BIN): $(B)/featurebox.unstripped
+	$(STRIP) --strip-all -o $@ $<
+endif
+
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+
+check:
+	$(MAKE) FLAVOUR=check all
+	tests/run --unit-only
+
+cross:
+	$(MAKE) ARCH=aarch64
+	$(MAKE) ARCH=armhf
+
+test:
+	$(MAKE) all
+	$(MAKE) FLAVOUR=check all
+	$(MAKE) ARCH=aarch64
+	$(MAKE) ARCH=armhf
+	tests/run
+
+size:
+	@scripts/size-report
+
+bench:
+	@echo "no benchmarks yet: they arrive with the applets that have budgets"
+
+clean:
+	rm -rf build/featurebox build/x86_64 build/aarch64 build/armhf build/check build/test
+
+distclean:
+	rm -rf build

@@ -1,0 +1,50 @@
+#include "log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+void log_init(struct fb_log *lg)
+{
+	lg->v = 0;
+	lg->fd = STDERR_FILENO;
+}
+
+void log_write_(const struct fb_log *lg, char sev, const char *file, int line,
+		const char *fmt, ...)
+{
+	char buf[2048];
+	struct timeval tv;
+	struct tm tm;
+	const char *base = strrchr(file, '/');
+	int saved = errno;
+	size_t n;
+	int r;
+	va_list ap;
+
+	gettimeofday(&tv, NULL);
+	localtime_r(&tv.tv_sec, &tm);
+	r = snprintf(buf, sizeof(buf), "%c%02d%02d %02d:%02d:%02d.%06ld %s:%d] ", sev,
+		     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		     (long)tv.tv_usec, base ? base + 1 : file, line);
+	n = r < 0 ? 0 : (size_t)r;
+	if (n < sizeof(buf)) {
+		va_start(ap, fmt);
+		r = vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
+		va_end(ap);
+		if (r > 0)
+			n += (size_t)r;
+	}
+	if (n >= sizeof(buf) - 1) {
+		n = sizeof(buf) - 1;
+		memcpy(buf + n - 3, "...", 3);
+	}
+	buf[n++] = '\n';
+	while (write(lg->fd, buf, n) < 0 && errno == EINTR)
+		;
+	errno = saved;
+}

@@ -1,0 +1,28 @@
+/* log: klog-like lines on stderr, "I1129 08:16:57.123456 file.c:42] msg".
+ * The verbosity lives in a struct the applet owns (no global state in core);
+ * callers must never pass secrets (tokens, keys) to these functions. */
+#ifndef FB_LOG_H
+#define FB_LOG_H
+
+struct fb_log {
+	int v;  /* -v N: LOG_V(lg, n, ...) prints when v >= n */
+	int fd; /* destination, stderr by default */
+};
+
+/* Cannot fail: verbosity 0, output to stderr. */
+void log_init(struct fb_log *lg);
+
+/* sev is 'I', 'W' or 'E'. One write(2) per line; over-long lines are cut with "...". */
+void log_write_(const struct fb_log *lg, char sev, const char *file, int line,
+		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+#define LOG_I(lg, ...) log_write_((lg), 'I', __FILE__, __LINE__, __VA_ARGS__)
+#define LOG_W(lg, ...) log_write_((lg), 'W', __FILE__, __LINE__, __VA_ARGS__)
+#define LOG_E(lg, ...) log_write_((lg), 'E', __FILE__, __LINE__, __VA_ARGS__)
+#define LOG_V(lg, n, ...) \
+	do { \
+		if ((lg)->v >= (n)) \
+			log_write_((lg), 'I', __FILE__, __LINE__, __VA_ARGS__); \
+	} while (0)
+
+#endif

@@ -1,0 +1,282 @@
+#include "opt.h"
+
+#include "err.h"
+#include "version.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static int usage_err(const struct opt_spec *spec, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int usage_err(const struct opt_spec *spec, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", spec->name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '%s --help' for more information.\n", spec->name);
+	return -FB_EUSAGE;
+}
+
+static const struct opt *find_long(const struct opt_spec *spec, const char *name, size_t len)
+{
+	for (size_t i = 0; i < spec->nopts; i++) {
+		const char *lo = spec->opts[i].lo;
+
+		if (lo && strlen(lo) == len && memcmp(lo, name, len) == 0)
+			return &spec->opts[i];
+	}
+	return NULL;
+}
+
+static const struct opt *find_short(const struct opt_spec *spec, char c)
+{
+	for (size_t i = 0; i < spec->nopts; i++)
+		if (spec->opts[i].so == c)
+			return &spec->opts[i];
+	return NULL;
+}
+
+static int parse_bool(const char *s, int *out)
+{
+	static const char *const t[] = { "1", "t", "true" }, *const f[] = { "0", "f", "false" };
+
+	for (size_t i = 0; i < 3; i++) {
+		if (strcasecmp(s, t[i]) == 0)
+			return *out = 1, 0;
+		if (strcasecmp(s, f[i]) == 0)
+			return *out = 0, 0;
+	}
+	return -FB_EINVAL;
+}
+
+int opt_parse_duration(const char *s, long long *ms)
+{
+	static const struct { const char *u; long long num, den; } units[] = {
+		{ "ns", 1, 1000000 }, { "us", 1, 1000 }, { "ms", 1, 1 },
+		{ "s", 1000, 1 }, { "m", 60000, 1 }, { "h", 3600000, 1 },
+	};
+	long long total = 0;
+
+	if (strcmp(s, "0") == 0)
+		return *ms = 0, 0;
+	if (*s == '\0')
+		return -FB_EINVAL;
+	while (*s) {
+		long long n = 0;
+		const char *u;
+		size_t ulen, i;
+
+		if (*s < '0' || *s > '9')
+			return -FB_EINVAL;
+		for (; *s >= '0' && *s <= '9'; s++) {
+			if (n > (LLONG_MAX - 9) / 10)
+				return -FB_ERANGE;
+			n = n * 10 + (*s - '0');
+		}
+		for (u = s; *s && (*s < '0' || *s > '9'); s++)
+			;
+		ulen = (size_t)(s - u);
+		for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (strlen(units[i].u) == ulen && memcmp(units[i].u, u, ulen) == 0)
+				break;
+		if (i == sizeof(units) / sizeof(units[0]))
+			return -FB_EINVAL;
+		if (n > LLONG_MAX / units[i].num)
+			return -FB_ERANGE;
+		n = n * units[i].num / units[i].den;
+		if (total > LLONG_MAX - n)
+			return -FB_ERANGE;
+		total += n;
+	}
+	*ms = total;
+	return 0;
+}
+
+/* Stores val (NULL: the option was given without a value) into o's destination. */
+static int opt_set(const struct opt_spec *spec, const struct opt *o, const char *shown, char *val)
+{
+	switch (o->kind) {
+	case OPT_FLAG:
+		if (!val)
+			*(int *)o->dst = 1;
+		else if (parse_bool(val, o->dst) < 0)
+			return usage_err(spec, "%s: '%s' is not a boolean (true/false)", shown, val);
+		break;
+	case OPT_STR:
+	case OPT_OPTSTR:
+		*(const char **)o->dst = val;
+		break;
+	case OPT_INT: {
+		char *end;
+		long n;
+
+		errno = 0;
+		n = strtol(val, &end, 10);
+		if (*val == '\0' || *end != '\0')
+			return usage_err(spec, "%s: '%s' is not an integer", shown, val);
+		if (errno == ERANGE || n < o->min || n > o->max)
+			return usage_err(spec, "%s: %s is out of range %ld..%ld", shown, val,
+					 o->min, o->max);
+		*(long *)o->dst = n;
+		break;
+	}
+	case OPT_DUR: {
+		long long ms;
+		int rc = opt_parse_duration(val, &ms);
+
+		if (rc < 0)
+			return usage_err(spec, "%s: '%s' is not a duration (like 90s, 1m30s, 500ms)",
+					 shown, val);
+		if (ms < o->min || (o->max && ms > o->max))
+			return usage_err(spec, "%s: %s is out of range", shown, val);
+		*(long long *)o->dst = ms;
+		break;
+	}
+	case OPT_LIST: {
+		struct opt_list *l = o->dst;
+
+		for (char *p = val, *next; p; p = next) {
+			next = strchr(p, ',');
+			if (next)
+				*next++ = '\0';
+			if (*p == '\0')
+				continue;
+			if (l->n == OPT_LIST_MAX)
+				return usage_err(spec, "%s: more than %d values", shown, OPT_LIST_MAX);
+			l->v[l->n++] = p;
+		}
+		break;
+	}
+	}
+	if (o->seen)
+		*o->seen = 1;
+	return 0;
+}
+
+static int takes_value(const struct opt *o)
+{
+	return o->kind != OPT_FLAG && o->kind != OPT_OPTSTR;
+}
+
+/* Handles a long option "name[=value]" at argv[*i]. */
+static int parse_long(const struct opt_spec *spec, const struct opt *o, const char *dashes,
+		      char *eq, int argc, char **argv, int *i)
+{
+	char shown[96];
+
+	snprintf(shown, sizeof(shown), "%s%s", dashes, o->lo);
+	if (eq)
+		return opt_set(spec, o, shown, eq + 1);
+	if (!takes_value(o))
+		return opt_set(spec, o, shown, NULL);
+	if (*i + 1 >= argc)
+		return usage_err(spec, "%s needs a value", shown);
+	return opt_set(spec, o, shown, argv[++*i]);
+}
+
+static int parse_shorts(const struct opt_spec *spec, int argc, char **argv, int *i)
+{
+	for (char *p = argv[*i] + 1; *p; p++) {
+		const struct opt *o = find_short(spec, *p);
+		char shown[3] = { '-', *p, '\0' };
+
+		if (!o)
+			return usage_err(spec, "unknown option -%c", *p);
+		if (!takes_value(o)) {
+			int rc = opt_set(spec, o, shown, NULL);
+
+			if (rc < 0)
+				return rc;
+			continue;
+		}
+		if (p[1])
+			return opt_set(spec, o, shown, p + 1);
+		if (*i + 1 >= argc)
+			return usage_err(spec, "%s needs a value", shown);
+		return opt_set(spec, o, shown, argv[++*i]);
+	}
+	return 0;
+}
+
+int opt_parse(const struct opt_spec *spec, int argc, char **argv, int *first_arg)
+{
+	int i, rc;
+
+	for (i = 1; i < argc; i++) {
+		char *a = argv[i], *name, *eq;
+		const char *dashes;
+		const struct opt *o;
+		size_t len;
+
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || a[1] == '\0')
+			break;
+		dashes = a[1] == '-' ? "--" : "-";
+		name = a + strlen(dashes);
+		eq = strchr(name, '=');
+		len = eq ? (size_t)(eq - name) : strlen(name);
+		o = find_long(spec, name, len);
+		if (!o && (len == 4 && memcmp(name, "help", 4) == 0)) {
+			opt_help(spec);
+			return OPT_EXIT;
+		}
+		if (!o && (len == 7 && memcmp(name, "version", 7) == 0)) {
+			printf("%s (featurebox) %s\n", spec->name, FB_VERSION);
+			return OPT_EXIT;
+		}
+		if (o && (dashes[1] == '-' || len > 1 || eq)) {
+			rc = parse_long(spec, o, dashes, eq, argc, argv, &i);
+		} else if (dashes[1] == '-') {
+			return usage_err(spec, "unknown option --%.*s", (int)len, name);
+		} else if (strcmp(a, "-h") == 0 && !find_short(spec, 'h')) {
+			opt_help(spec);
+			return OPT_EXIT;
+		} else {
+			rc = parse_shorts(spec, argc, argv, &i);
+		}
+		if (rc < 0)
+			return rc;
+	}
+	*first_arg = i;
+	return 0;
+}
+
+void opt_help(const struct opt_spec *spec)
+{
+	fputs(spec->usage, stdout);
+	fputs("\nOptions:\n", stdout);
+	for (size_t i = 0; i < spec->nopts; i++) {
+		const struct opt *o = &spec->opts[i];
+		char left[96];
+		int n = 0;
+
+		n += snprintf(left + n, sizeof(left) - (size_t)n, "  ");
+		if (o->so)
+			n += snprintf(left + n, sizeof(left) - (size_t)n, "-%c%s", o->so,
+				      o->lo ? ", " : "");
+		if (o->lo)
+			n += snprintf(left + n, sizeof(left) - (size_t)n, "--%s", o->lo);
+		if (o->arg && o->kind == OPT_OPTSTR && o->lo)
+			snprintf(left + n, sizeof(left) - (size_t)n, "[=%s]", o->arg);
+		else if (o->arg)
+			snprintf(left + n, sizeof(left) - (size_t)n, " %s", o->arg);
+		if (strlen(left) < 28)
+			printf("%-28s %s\n", left, o->help);
+		else
+			printf("%s\n%-28s %s\n", left, "", o->help);
+	}
+	printf("%-28s %s\n%-28s %s\n", "  --help", "print this help and exit",
+	       "  --version", "print the version and exit");
+}

@@ -1,0 +1,169 @@
+#include "sysfs.h"
+
+#include "err.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int open_attr(int dirfd, const char *name, int extra)
+{
+	struct stat st;
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | extra);
+
+	if (fd < 0)
+		return errno == ENOENT || errno == ENOTDIR ? -FB_ENOENT : -FB_EIO;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return -FB_EINVAL;
+	}
+	return fd;
+}
+
+/* Reads until EOF or until size bytes are in; size bytes means "too long". */
+static ssize_t read_bounded(int fd, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	while (len < size) {
+		ssize_t r = read(fd, buf + len, size - len);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -FB_EIO;
+		if (r == 0)
+			return (ssize_t)len;
+		len += (size_t)r;
+	}
+	return -FB_E2BIG;
+}
+
+ssize_t sysfs_read_raw(int dirfd, const char *name, void *buf, size_t size)
+{
+	int fd = open_attr(dirfd, name, O_NOFOLLOW);
+	ssize_t len;
+	int saved;
+
+	if (fd < 0)
+		return fd;
+	len = read_bounded(fd, buf, size);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return len;
+}
+
+ssize_t sysfs_read(int dirfd, const char *name, char *buf, size_t size)
+{
+	int fd;
+	ssize_t len;
+	int saved;
+
+	if (size < 2)
+		return -FB_E2BIG;
+	fd = open_attr(dirfd, name, 0);
+	if (fd < 0)
+		return fd;
+	len = read_bounded(fd, buf, size - 1);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	if (len < 0)
+		return len;
+	if (len > 0 && buf[len - 1] == '\n')
+		len--;
+	buf[len] = '\0';
+	return len;
+}
+
+static int parse_ul(const char *s, int base, unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	if (!isxdigit((unsigned char)*s))
+		return -FB_EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, base);
+	if (end == s)
+		return -FB_EINVAL;
+	if (errno == ERANGE)
+		return -FB_ERANGE;
+	while (isspace((unsigned char)*end))
+		end++;
+	if (*end)
+		return -FB_EINVAL;
+	*out = v;
+	return 0;
+}
+
+int sysfs_parse_hex(const char *s, unsigned long *out)
+{
+	while (isspace((unsigned char)*s))
+		s++;
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	/* strtoul would take a second "0x" as another prefix */
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		return -FB_EINVAL;
+	return parse_ul(s, 16, out);
+}
+
+int sysfs_parse_dec(const char *s, unsigned long *out)
+{
+	const char *p = s;
+
+	while (isspace((unsigned char)*p))
+		p++;
+	if (*p < '0' || *p > '9')
+		return -FB_EINVAL;
+	return parse_ul(p, 10, out);
+}
+
+int sysfs_read_hex(int dirfd, const char *name, unsigned long *out)
+{
+	char buf[64];
+	ssize_t len = sysfs_read(dirfd, name, buf, sizeof(buf));
+
+	return len < 0 ? (int)len : sysfs_parse_hex(buf, out);
+}
+
+int sysfs_read_dec(int dirfd, const char *name, unsigned long *out)
+{
+	char buf[64];
+	ssize_t len = sysfs_read(dirfd, name, buf, sizeof(buf));
+
+	return len < 0 ? (int)len : sysfs_parse_dec(buf, out);
+}
+
+ssize_t sysfs_link_base(int dirfd, const char *name, char *buf, size_t size)
+{
+	char target[PATH_MAX];
+	ssize_t n = readlinkat(dirfd, name, target, sizeof(target));
+	const char *base;
+	size_t len;
+
+	if (n < 0)
+		return errno == ENOENT ? -FB_ENOENT : -FB_EIO;
+	if ((size_t)n == sizeof(target))
+		return -FB_E2BIG;
+	target[n] = '\0';
+	while (n > 1 && target[n - 1] == '/')
+		target[--n] = '\0';
+	base = strrchr(target, '/');
+	base = base ? base + 1 : target;
+	len = strlen(base);
+	if (len == 0 || len >= size)
+		return len ? -FB_E2BIG : -FB_EINVAL;
+	memcpy(buf, base, len + 1);
+	return (ssize_t)len;
+}

@@ -1,0 +1,33 @@
+/* sysfs: bounded reads of sysfs/procfs/devicetree attributes relative to a
+ * directory fd. A value that fills the caller's buffer is an error
+ * (-FB_E2BIG), never a silent truncation. Only regular files are read, so a
+ * FIFO or device planted in a tree cannot block or surprise us. */
+#ifndef FB_SYSFS_H
+#define FB_SYSFS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Reads a text attribute into buf (NUL-terminated, one trailing '\n' removed).
+ * Returns the length, or -FB_ENOENT, -FB_EIO (errno set), -FB_EINVAL (not a
+ * regular file), -FB_E2BIG (value does not fit in size-1 bytes). */
+ssize_t sysfs_read(int dirfd, const char *name, char *buf, size_t size);
+
+/* Reads raw bytes without following a final symlink. Returns the length or an
+ * error as sysfs_read; a value of exactly size bytes is -FB_E2BIG. */
+ssize_t sysfs_read_raw(int dirfd, const char *name, void *buf, size_t size);
+
+/* Parses "0x10de"/"10de" (hex) or "42" (decimal) with nothing after it but
+ * whitespace. Returns 0, -FB_EINVAL or -FB_ERANGE. */
+int sysfs_parse_hex(const char *s, unsigned long *out);
+int sysfs_parse_dec(const char *s, unsigned long *out);
+
+/* Reads and parses an attribute. Errors as sysfs_read or the parser. */
+int sysfs_read_hex(int dirfd, const char *name, unsigned long *out);
+int sysfs_read_dec(int dirfd, const char *name, unsigned long *out);
+
+/* Writes the last component of the symlink dirfd/name ("driver" ->
+ * ".../drivers/nvidia" gives "nvidia"). Returns its length or an error. */
+ssize_t sysfs_link_base(int dirfd, const char *name, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,65 @@
+# testing.sh: the applet-test helper (after toybox's scripts/runtest.sh).
+#
+#   testing NAME CMD EXPECTED [INPUT [STDIN]]
+# runs CMD with eval in a fresh scratch directory $W (INPUT written to the file
+# "input" there, STDIN fed to it) and compares its stdout with EXPECTED, both
+# after printf '%b' so "\n" works. Prints "PASS: applets/FLAVOUR: NAME" or a FAIL
+# with both outputs. $FB runs the binary under test ("featurebox" in front of
+# the applet name); $FBRUN is the emulator for cross builds (empty on the host).
+# Use "; echo \$?" inside CMD to check exit codes, 2>&1 to check messages.
+
+: "${FBBIN:?set FBBIN to the featurebox binary}"
+FBRUN=${FBRUN:-}
+FLAVOUR=${FLAVOUR:-release}
+FB="$FBRUN $FBBIN"
+SUITE="applets/$FLAVOUR/$(basename "$0" .sh)"
+W=$(mktemp -d /tmp/fb-applet.XXXXXX)
+chmod 755 "$W"
+trap 'rm -rf "$W"' EXIT
+fails=0
+
+pass() { printf 'PASS: %s: %s\n' "$SUITE" "$1"; }
+fail() { printf 'FAIL: %s: %s\n' "$SUITE" "$1"; fails=$((fails + 1)); }
+
+testing() {
+	local name=$1 cmd=$2 want got
+	want=$(printf '%b' "$3")
+	rm -rf "$W/run"
+	mkdir -p "$W/run"
+	printf '%b' "${4:-}" >"$W/run/input"
+	got=$(cd "$W/run" && printf '%b' "${5:-}" | eval "$cmd" 2>"$W/stderr")
+	if [ "$got" = "$want" ]; then
+		pass "$name"
+	else
+		fail "$name (command: $cmd)"
+		printf '  --- want\n%s\n  --- got\n%s\n  --- stderr\n%s\n' "$want" "$got" \
+			"$(head -c 2000 "$W/stderr")" | sed 's/^/  /'
+	fi
+}
+
+# check NAME COMMAND...: passes when the command succeeds (for assertions that
+# are not about stdout: file contents, stderr wording).
+check() {
+	local name=$1
+	shift
+	if "$@" >"$W/check.out" 2>&1; then
+		pass "$name"
+	else
+		fail "$name"
+		head -c 2000 "$W/check.out" | sed 's/^/  /'
+	fi
+}
+
+# as_nobody CMD...: runs CMD as uid/gid 65534 when we are root, else as we are,
+# so permission tests mean something under CI's root.
+as_nobody() {
+	if [ "$(id -u)" = 0 ]; then
+		setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"
+	else
+		"$@"
+	fi
+}
+
+done_testing() {
+	[ "$fails" -eq 0 ]
+}
