@@ -296,7 +296,8 @@ int dt_labeller_main(int argc, char **argv)
 		if (rc < 0)
 			goto fail;
 	}
-	qsort(s.names, s.nnames, sizeof(s.names[0]), cmp_name);
+	if (s.nnames) /* qsort(NULL, 0, ...) is undefined */
+		qsort(s.names, s.nnames, sizeof(s.names[0]), cmp_name);
 	out = render(&s, pfx, dry ? ": " : "=", &outlen);
 	if (!out) {
 		rc = fb_errinfo_set(&s.ei, FB_ENOMEM, 0, "labels", NULL);
