@@ -68,14 +68,18 @@ MAIN_OBJ := $(B)/obj/core/main.o
 LIBS := $(B)/lib/libfdt.a
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/check/tests/%)
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build/check/tests/%)
 
-.PHONY: all check test size bench clean distclean cross
+.PHONY: all check test size bench clean distclean cross fuzz
 .DEFAULT_GOAL := all
 
+# mbedTLS and cJSON are built for every flavour (cached under $(B)/lib) though
+# nothing links them yet: the API client will.
 ifeq ($(FLAVOUR),check)
-all: $(BIN) $(UNIT_BIN)
+all: $(BIN) $(UNIT_BIN) $(FUZZ_BIN) $(TP_LIBS_BASE) $(TP_LIBS_TLS)
 else
-all: $(BIN)
+all: $(BIN) $(TP_LIBS_BASE) $(TP_LIBS_TLS)
 endif
 
 # The third-party include dirs only exist after fetching.
@@ -91,9 +95,14 @@ ifeq ($(FLAVOUR),check)
 $(BIN): $(MAIN_OBJ) $(APPLET_OBJ) $(CORE_OBJ) $(LIBS)
 	$(CC) $(OPT) $(LDFLAGS_FB) -o $@ $^
 
-build/check/tests/%: tests/unit/%.c tests/unit/t.h $(CORE_OBJ) $(LIBS)
+build/check/tests/test_%: tests/unit/test_%.c tests/unit/t.h $(CORE_OBJ) $(LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_FB) -Wno-missing-field-initializers -Itests/unit $(LDFLAGS_FB) -o $@ $< $(CORE_OBJ) $(LIBS)
+
+# corpus replay binaries (plain main); `make fuzz` builds the libFuzzer ones
+build/check/tests/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_OBJ) $(LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_FB) $(LDFLAGS_FB) -o $@ $< $(CORE_OBJ) $(LIBS)
 else
 $(B)/featurebox.unstripped: $(MAIN_OBJ) $(APPLET_OBJ) $(CORE_OBJ) $(LIBS)
 	$(CC) $(OPT) $(LDFLAGS_FB) -o $@ $^
@@ -121,6 +130,17 @@ test:
 
 size:
 	@scripts/size-report
+
+# Local fuzzing with clang's libFuzzer (not part of make test, which replays the
+# corpus): make fuzz, then build/fuzz/fuzz_dt tests/fuzz/corpus/dt -max_total_time=60
+fuzz:
+	@mkdir -p build/fuzz
+	$(MAKE) FLAVOUR=check all
+	for f in $(FUZZ_SRC); do \
+		clang $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DFB_LIBFUZZER $(FDT_INC) \
+			-o build/fuzz/$$(basename $$f .c) $$f $(filter-out core/main.c,$(wildcard core/*.c)) \
+			build/src/dtc/libfdt/*.c || exit 1; \
+	done
 
 bench:
 	@echo "no benchmarks yet: they arrive with the applets that have budgets"

@@ -54,6 +54,13 @@ static int blob_check(struct dt *dt, const char *name, struct fb_errinfo *ei)
 
 	if (dt->blob_len < sizeof(struct fdt_header))
 		return fb_errinfo_set(ei, FB_EBADDT, 0, name, "invalid devicetree blob: shorter than its header");
+	/* The devicetree spec aligns the reservation block to 8 and the
+	 * structure block to 4, and libfdt loads them as such: refuse a blob that
+	 * does not before libfdt makes a misaligned access. */
+	if (fdt_magic(dt->blob) == FDT_MAGIC &&
+	    (fdt_off_mem_rsvmap(dt->blob) % 8 || fdt_off_dt_struct(dt->blob) % 4))
+		return fb_errinfo_set(ei, FB_EBADDT, 0, name,
+				      "invalid devicetree blob: misaligned block offset");
 	rc = fdt_check_full(dt->blob, dt->blob_len);
 	if (rc < 0) {
 		char why[96];

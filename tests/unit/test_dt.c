@@ -160,6 +160,8 @@ int main(void)
 			{ "totalsize larger than the file", 0, 1, 0x00ffffff, "FDT_ERR_TRUNCATED" },
 			{ "unsupported version", 0, 5, 1, "FDT_ERR_BADVERSION" },
 			{ "struct size too large", 0, 9, 0x7fffff00, "FDT_ERR_" },
+			{ "misaligned reservation block", 0, 4, 44, "misaligned block offset" },
+			{ "misaligned structure block", 0, 2, 57, "misaligned block offset" },
 		};
 		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 			size_t blen = cases[i].cut ? cases[i].cut - (cases[i].cut == 1) : len;
