@@ -58,14 +58,14 @@ endif
 
 include third_party/deps.mk
 
-CFLAGS_FB := $(CSTD) $(OPT) $(WARN) $(FDT_INC)
+CFLAGS_FB = $(CSTD) $(OPT) $(WARN) $(FDT_INC) $(CJSON_INC) $(MBEDTLS_INC)
 
 CORE_SRC := $(filter-out core/main.c,$(wildcard core/*.c))
 APPLET_SRC := $(wildcard applets/*.c)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o)
 APPLET_OBJ := $(APPLET_SRC:%.c=$(B)/obj/%.o)
 MAIN_OBJ := $(B)/obj/core/main.o
-LIBS := $(B)/lib/libfdt.a
+LIBS := $(TP_LIBS_TLS) $(TP_LIBS_BASE)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/check/tests/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)

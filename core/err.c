@@ -14,6 +14,12 @@ static const char *const fb_errtab[FB_ERR_COUNT] = {
 	[FB_EBADDT] = "invalid devicetree blob",
 	[FB_EDEPTH] = "tree nested too deep",
 	[FB_EUSAGE] = "usage error",
+	[FB_EAGAIN] = "operation would block",
+	[FB_ETLS] = "TLS failure",
+	[FB_ETIMEDOUT] = "timed out",
+	[FB_ECLOSED] = "connection closed by peer",
+	[FB_EPROTO] = "protocol error",
+	[FB_ECANCELED] = "canceled",
 };
 
 const char *fb_strerror(int code)

@@ -16,6 +16,12 @@ enum fb_err {
 	FB_EBADDT,     /* a devicetree blob failed validation */
 	FB_EDEPTH,     /* a tree is nested deeper than we accept */
 	FB_EUSAGE,     /* a command-line usage error */
+	FB_EAGAIN,     /* a non-blocking operation would block: wait and call again */
+	FB_ETLS,       /* TLS handshake, certificate verification or record failure */
+	FB_ETIMEDOUT,  /* a deadline passed */
+	FB_ECLOSED,    /* the peer closed the connection */
+	FB_EPROTO,     /* the peer broke the protocol (bad HTTP, bad watch frame) */
+	FB_ECANCELED,  /* stopped by a signal (SIGTERM) or by the caller */
 	FB_ERR_COUNT
 };
 

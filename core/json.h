@@ -1,0 +1,77 @@
+/* json: the one door to cJSON. A parsed or built document is a tree of
+ * struct json nodes; the root is owned by the caller (json_free), every node
+ * reached through a getter is borrowed from its root. Parsing takes an
+ * explicit length (bodies are not NUL-terminated) and reports where it failed;
+ * no global error state. */
+#ifndef FB_JSON_H
+#define FB_JSON_H
+
+#include "err.h"
+
+#include <stddef.h>
+
+struct json;
+
+enum json_type { JSON_INVALID, JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_OBJECT };
+
+#define JSON_MAX_DEPTH 64 /* deeper documents are refused */
+
+/* Parses buf[0..len). Returns a new tree, or NULL with ei filled: -FB_EINVAL
+ * and "line L column C: what" in ei->detail (what = name, e.g. "response body"),
+ * -FB_EDEPTH, -FB_ENOMEM. Trailing bytes other than whitespace are an error. */
+struct json *json_parse(const char *buf, size_t len, const char *what, struct fb_errinfo *ei);
+
+/* Frees a root (safe with NULL). Never call on a borrowed node. */
+void json_free(struct json *j);
+
+enum json_type json_type(const struct json *j);
+
+/* Member of an object (case-sensitive), or NULL (also when j is NULL or not an
+ * object). Borrowed. */
+struct json *json_get(const struct json *j, const char *key);
+/* json_getv(j, "metadata", "labels", NULL): a path of member names. */
+struct json *json_getv(const struct json *j, ...) __attribute__((sentinel));
+
+/* String value or NULL when j is not a string. Borrowed. */
+const char *json_str(const struct json *j);
+/* json_str of a member, or def when missing or not a string. */
+const char *json_get_str(const struct json *j, const char *key, const char *def);
+/* Number as a long long when it is integral and in range: 0, else -FB_EINVAL. */
+int json_int(const struct json *j, long long *out);
+/* 1/0 for a boolean, -FB_EINVAL otherwise. */
+int json_bool(const struct json *j);
+
+/* Arrays and objects: number of elements, the i-th (NULL past the end), and
+ * iteration in document order: for (c = json_child(o); c; c = json_next(c)).
+ * json_key(c) is the member name of c inside an object (NULL in an array). */
+size_t json_count(const struct json *j);
+struct json *json_at(const struct json *j, size_t i);
+struct json *json_child(const struct json *j);
+struct json *json_next(const struct json *j);
+const char *json_key(const struct json *j);
+
+/* Builders: new nodes are owned by the caller until added to a parent, which
+ * then owns them (_take). All return NULL / -FB_ENOMEM on allocation failure;
+ * a _take function frees its argument when it fails. */
+struct json *json_new_object(void);
+struct json *json_new_array(void);
+struct json *json_new_string(const char *s);
+struct json *json_new_number(double v);
+struct json *json_new_bool(int v);
+struct json *json_new_null(void);
+/* Sets (replacing any existing member of that name) or appends. */
+int json_set_take(struct json *obj, const char *key, struct json *val);
+int json_set_str(struct json *obj, const char *key, const char *s);
+int json_append_take(struct json *arr, struct json *val);
+/* Removes a member (no-op when absent). */
+void json_remove(struct json *obj, const char *key);
+/* Deep copy, owned by the caller. */
+struct json *json_dup(const struct json *j);
+/* 1 when equal (objects compared member-wise regardless of order). */
+int json_equal(const struct json *a, const struct json *b);
+
+/* Compact serialisation; the string is owned by the caller (free()), *len
+ * (may be NULL) gets its length. NULL on allocation failure. */
+char *json_print(const struct json *j, size_t *len);
+
+#endif

@@ -1,0 +1,132 @@
+#include "metrics.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void metrics_init(struct metrics *r)
+{
+	r->n = 0;
+}
+
+int metrics_add(struct metrics *r, enum metric_kind kind, const char *name, const char *labels,
+		const char *help)
+{
+	struct metric *m;
+
+	if (r->n == METRICS_MAX)
+		return -1;
+	m = &r->m[r->n];
+	memset(m, 0, sizeof(*m));
+	m->name = name;
+	m->labels = labels ? labels : "";
+	m->help = help;
+	m->kind = kind;
+	return (int)r->n++;
+}
+
+int metrics_add_histogram(struct metrics *r, const char *name, const char *labels, const char *help,
+			  const double *bounds, size_t nbounds)
+{
+	int idx;
+
+	if (nbounds > METRICS_BUCKETS)
+		return -1;
+	idx = metrics_add(r, METRIC_HISTOGRAM, name, labels, help);
+	if (idx >= 0) {
+		r->m[idx].bounds = bounds;
+		r->m[idx].nbounds = nbounds;
+	}
+	return idx;
+}
+
+void metrics_inc(struct metrics *r, int idx, double by)
+{
+	if (idx >= 0 && (size_t)idx < r->n)
+		r->m[idx].value += by;
+}
+
+void metrics_set(struct metrics *r, int idx, double v)
+{
+	if (idx >= 0 && (size_t)idx < r->n)
+		r->m[idx].value = v;
+}
+
+void metrics_observe(struct metrics *r, int idx, double v)
+{
+	struct metric *m;
+
+	if (idx < 0 || (size_t)idx >= r->n)
+		return;
+	m = &r->m[idx];
+	m->value += v;
+	m->count++;
+	for (size_t i = 0; i < m->nbounds; i++)
+		if (v <= m->bounds[i])
+			m->buckets[i]++;
+}
+
+struct out {
+	char *buf;
+	size_t size, len;
+};
+
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(o->len < o->size ? o->buf + o->len : NULL,
+		      o->len < o->size ? o->size - o->len : 0, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		o->len += (size_t)n;
+}
+
+/* "name{labels,extra}" with the braces only when there is something inside. */
+static void series(struct out *o, const char *name, const char *suffix, const char *labels,
+		   const char *extra)
+{
+	const char *sep = labels[0] && extra[0] ? "," : "";
+
+	if (labels[0] || extra[0])
+		put(o, "%s%s{%s%s%s} ", name, suffix, labels, sep, extra);
+	else
+		put(o, "%s%s ", name, suffix);
+}
+
+size_t metrics_render(const struct metrics *r, char *buf, size_t size)
+{
+	static const char *const types[] = { "counter", "gauge", "histogram" };
+	struct out o = { buf, size, 0 };
+
+	for (size_t i = 0; i < r->n; i++) {
+		const struct metric *m = &r->m[i];
+		char le[48];
+
+		if (i == 0 || strcmp(r->m[i - 1].name, m->name) != 0)
+			put(&o, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name, types[m->kind]);
+		if (m->kind != METRIC_HISTOGRAM) {
+			series(&o, m->name, "", m->labels, "");
+			put(&o, "%.17g\n", m->value);
+			continue;
+		}
+		for (size_t b = 0; b < m->nbounds; b++) {
+			snprintf(le, sizeof(le), "le=\"%.17g\"", m->bounds[b]);
+			series(&o, m->name, "_bucket", m->labels, le);
+			put(&o, "%llu\n", m->buckets[b]);
+		}
+		series(&o, m->name, "_bucket", m->labels, "le=\"+Inf\"");
+		put(&o, "%llu\n", m->count);
+		series(&o, m->name, "_sum", m->labels, "");
+		put(&o, "%.17g\n", m->value);
+		series(&o, m->name, "_count", m->labels, "");
+		put(&o, "%llu\n", m->count);
+	}
+	if (size)
+		buf[o.len < size ? o.len : size - 1] = '\0';
+	return o.len;
+}

@@ -1,0 +1,52 @@
+/* metrics: the Prometheus text format a scraper parses. */
+#include "t.h"
+
+#include "../../core/metrics.h"
+
+int main(void)
+{
+	static const double bounds[] = { 0.1, 1, 10 };
+	struct metrics r;
+	char buf[2048], small[16];
+	int a, b, c, h;
+	size_t n;
+
+	t_suite = "metrics";
+	metrics_init(&r);
+	a = metrics_add(&r, METRIC_COUNTER, "fb_requests_total", "code=\"200\"", "API requests");
+	b = metrics_add(&r, METRIC_COUNTER, "fb_requests_total", "code=\"429\"", "API requests");
+	c = metrics_add(&r, METRIC_GAUGE, "fb_up", "", "1 when healthy");
+	h = metrics_add_histogram(&r, "fb_latency_seconds", "", "request latency", bounds, 3);
+	metrics_inc(&r, a, 3);
+	metrics_inc(&r, b, 1);
+	metrics_set(&r, c, 1);
+	metrics_observe(&r, h, 0.05);
+	metrics_observe(&r, h, 5);
+	metrics_inc(&r, 99, 1); /* out of range: ignored */
+	n = metrics_render(&r, buf, sizeof(buf));
+	T_STR("rendered text", buf,
+	      "# HELP fb_requests_total API requests\n"
+	      "# TYPE fb_requests_total counter\n"
+	      "fb_requests_total{code=\"200\"} 3\n"
+	      "fb_requests_total{code=\"429\"} 1\n"
+	      "# HELP fb_up 1 when healthy\n"
+	      "# TYPE fb_up gauge\n"
+	      "fb_up 1\n"
+	      "# HELP fb_latency_seconds request latency\n"
+	      "# TYPE fb_latency_seconds histogram\n"
+	      "fb_latency_seconds_bucket{le=\"0.10000000000000001\"} 1\n"
+	      "fb_latency_seconds_bucket{le=\"1\"} 1\n"
+	      "fb_latency_seconds_bucket{le=\"10\"} 2\n"
+	      "fb_latency_seconds_bucket{le=\"+Inf\"} 2\n"
+	      "fb_latency_seconds_sum 5.0499999999999998\n"
+	      "fb_latency_seconds_count 2\n");
+	T_INT("length returned", n, strlen(buf));
+	T_INT("cut output reports the length needed", metrics_render(&r, small, sizeof(small)), n);
+	T_INT("cut output is terminated", strlen(small), sizeof(small) - 1);
+	T_INT("histogram with too many bounds refused",
+	      metrics_add_histogram(&r, "x", "", "x", bounds, METRICS_BUCKETS + 1), -1);
+	while (r.n < METRICS_MAX)
+		metrics_add(&r, METRIC_GAUGE, "filler", "", "f");
+	T_INT("full registry refused", metrics_add(&r, METRIC_GAUGE, "one_more", "", "x"), -1);
+	return t_done();
+}
