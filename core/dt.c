@@ -99,66 +99,30 @@ int dt_open_blob_mem(struct dt **out, const void *buf, size_t len, const char *n
 
 int dt_open_blob(struct dt **out, const char *file, struct fb_errinfo *ei)
 {
-	struct dt *dt = NULL;
-	size_t cap = 64 << 10;
-	struct stat st;
-	int fd, rc;
+	struct dt *dt;
+	char *buf;
+	ssize_t len = sysfs_read_alloc(AT_FDCWD, file, DT_BLOB_MAX, &buf);
+	int rc;
 
 	*out = NULL;
-	fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return fb_errinfo_set(ei, errno == ENOENT ? FB_ENOENT : FB_EIO, errno, file, NULL);
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		rc = fb_errinfo_set(ei, FB_EINVAL, 0, file, "not a regular file");
-		goto out;
+	if (len < 0)
+		return fb_errinfo_set(ei, (int)len, len == -FB_EIO || len == -FB_ENOENT ? errno : 0, file,
+				      len == -FB_EINVAL ? "not a regular file"
+				      : len == -FB_E2BIG ? "blob larger than 32 MiB" : NULL);
+	if (!(dt = dt_new())) {
+		free(buf);
+		return fb_errinfo_set(ei, FB_ENOMEM, ENOMEM, file, NULL);
 	}
-	rc = -FB_ENOMEM;
-	if (!(dt = dt_new()))
-		goto nomem;
-	/* sysfs reports a bin attribute's size; a regular file its own size */
-	if (st.st_size > 0 && (size_t)st.st_size < DT_BLOB_MAX)
-		cap = (size_t)st.st_size + 1;
-	for (;;) {
-		ssize_t r;
-
-		if (!dt->blob || dt->blob_len == cap) {
-			char *nb;
-
-			if (dt->blob) {
-				if (cap >= DT_BLOB_MAX) {
-					rc = fb_errinfo_set(ei, FB_E2BIG, 0, file, "blob larger than 32 MiB");
-					goto out;
-				}
-				cap *= 2;
-			}
-			if (!(nb = realloc(dt->blob, cap)))
-				goto nomem;
-			dt->blob = nb;
-		}
-		r = read(fd, dt->blob + dt->blob_len, cap - dt->blob_len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			rc = fb_errinfo_set(ei, FB_EIO, errno, file, "read");
-			goto out;
-		}
-		if (r == 0)
-			break;
-		dt->blob_len += (size_t)r;
-	}
+	dt->blob = buf;
+	dt->blob_len = (size_t)len;
 	snprintf(dt->source, sizeof(dt->source), "blob %s", file);
 	rc = blob_check(dt, file, ei);
-	if (rc == 0) {
-		*out = dt;
-		dt = NULL;
+	if (rc < 0) {
+		dt_free(dt);
+		return rc;
 	}
-	goto out;
-nomem:
-	rc = fb_errinfo_set(ei, FB_ENOMEM, ENOMEM, file, NULL);
-out:
-	dt_free(dt);
-	close(fd);
-	return rc;
+	*out = dt;
+	return 0;
 }
 
 int dt_open_dir(struct dt **out, const char *dir, struct fb_errinfo *ei)

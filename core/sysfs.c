@@ -83,6 +83,64 @@ ssize_t sysfs_read(int dirfd, const char *name, char *buf, size_t size)
 	return len;
 }
 
+ssize_t sysfs_read_alloc(int dirfd, const char *path, size_t cap, char **out)
+{
+	struct stat st;
+	size_t size, len = 0;
+	char *buf = NULL;
+	int fd = open_attr(dirfd, path, 0), saved;
+
+	*out = NULL;
+	if (fd < 0)
+		return fd;
+	/* sysfs bin attributes and regular files report their size; /proc
+	 * reports 0, so grow from there */
+	size = fstat(fd, &st) == 0 && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+	if (size > cap + 1)
+		size = cap + 1;
+	for (;;) {
+		ssize_t r;
+
+		if (len + 1 >= size) {
+			char *nb;
+
+			if (size > cap) {
+				free(buf);
+				close(fd);
+				return -FB_E2BIG;
+			}
+			size = size * 2 > cap + 1 ? cap + 1 : size * 2;
+			if (!(nb = realloc(buf, size))) {
+				free(buf);
+				close(fd);
+				return -FB_ENOMEM;
+			}
+			buf = nb;
+		}
+		if (!buf && !(buf = malloc(size))) {
+			close(fd);
+			return -FB_ENOMEM;
+		}
+		r = read(fd, buf + len, size - 1 - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			saved = errno;
+			free(buf);
+			close(fd);
+			errno = saved;
+			return -FB_EIO;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	close(fd);
+	buf[len] = '\0';
+	*out = buf;
+	return (ssize_t)len;
+}
+
 static int parse_ul(const char *s, int base, unsigned long *out)
 {
 	char *end;

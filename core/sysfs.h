@@ -17,6 +17,12 @@ ssize_t sysfs_read(int dirfd, const char *name, char *buf, size_t size);
  * error as sysfs_read; a value of exactly size bytes is -FB_E2BIG. */
 ssize_t sysfs_read_raw(int dirfd, const char *name, void *buf, size_t size);
 
+/* Reads a whole regular file (dirfd-relative, AT_FDCWD for plain paths) of
+ * fewer than cap bytes into a new NUL-terminated buffer owned by the caller.
+ * Returns its length, or -FB_ENOENT, -FB_EIO (errno set), -FB_EINVAL (not a
+ * regular file), -FB_E2BIG (larger than cap), -FB_ENOMEM. */
+ssize_t sysfs_read_alloc(int dirfd, const char *path, size_t cap, char **out);
+
 /* Parses "0x10de"/"10de" (hex) or "42" (decimal) with nothing after it but
  * whitespace. Returns 0, -FB_EINVAL or -FB_ERANGE. */
 int sysfs_parse_hex(const char *s, unsigned long *out);
