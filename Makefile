@@ -9,7 +9,8 @@
 -include config.mak
 
 TOP := .
-HOST_ARCH := $(shell uname -m)
+# uname -m, in the names ARCH takes (a 32-bit ARM host is armhf)
+HOST_ARCH := $(patsubst armv%,armhf,$(shell uname -m))
 ARCH ?= $(HOST_ARCH)
 FLAVOUR ?= release
 
@@ -66,6 +67,7 @@ CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o)
 APPLET_OBJ := $(APPLET_SRC:%.c=$(B)/obj/%.o)
 MAIN_OBJ := $(B)/obj/core/main.o
 LIBS := $(TP_LIBS_TLS) $(TP_LIBS_BASE)
+LDLIBS := -lm
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/check/tests/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
@@ -93,19 +95,19 @@ $(MAIN_OBJ) $(APPLET_OBJ): applets/applets.def applets/applets.h
 
 ifeq ($(FLAVOUR),check)
 $(BIN): $(MAIN_OBJ) $(APPLET_OBJ) $(CORE_OBJ) $(LIBS)
-	$(CC) $(OPT) $(LDFLAGS_FB) -o $@ $^
+	$(CC) $(OPT) $(LDFLAGS_FB) -o $@ $^ $(LDLIBS)
 
 build/check/tests/test_%: tests/unit/test_%.c tests/unit/t.h $(CORE_OBJ) $(LIBS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_FB) -Wno-missing-field-initializers -Itests/unit $(LDFLAGS_FB) -o $@ $< $(CORE_OBJ) $(LIBS)
+	$(CC) $(CFLAGS_FB) -Wno-missing-field-initializers -Itests/unit $(LDFLAGS_FB) -o $@ $< $(CORE_OBJ) $(LIBS) $(LDLIBS)
 
 # corpus replay binaries (plain main); `make fuzz` builds the libFuzzer ones
 build/check/tests/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_OBJ) $(LIBS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_FB) $(LDFLAGS_FB) -o $@ $< $(CORE_OBJ) $(LIBS)
+	$(CC) $(CFLAGS_FB) $(LDFLAGS_FB) -o $@ $< $(CORE_OBJ) $(LIBS) $(LDLIBS)
 else
 $(B)/featurebox.unstripped: $(MAIN_OBJ) $(APPLET_OBJ) $(CORE_OBJ) $(LIBS)
-	$(CC) $(OPT) $(LDFLAGS_FB) -o $@ $^
+	$(CC) $(OPT) $(LDFLAGS_FB) -o $@ $^ $(LDLIBS)
 
 $(BIN): $(B)/featurebox.unstripped
 	$(STRIP) --strip-all -o $@ $<

@@ -136,7 +136,7 @@ int dt_open_dir(struct dt **out, const char *dir, struct fb_errinfo *ei)
 		return fb_errinfo_set(ei, errno == ENOENT || errno == ENOTDIR ? FB_ENOENT : FB_EIO,
 				      errno, dir, NULL);
 	dt = dt_new();
-	if (!dt || !(dt->propbuf = malloc(DT_PROP_MAX))) {
+	if (!dt || !(dt->propbuf = malloc(DT_PROP_MAX + 1))) {
 		dt_free(dt);
 		close(fd);
 		return fb_errinfo_set(ei, FB_ENOMEM, ENOMEM, dir, NULL);
@@ -283,7 +283,7 @@ ssize_t dt_getprop(struct dt *dt, const struct dt_node *node, const char *prop,
 		*val = p;
 		return l;
 	}
-	len = sysfs_read_raw(node->handle_, prop, dt->propbuf, DT_PROP_MAX);
+	len = sysfs_read_raw(node->handle_, prop, dt->propbuf, DT_PROP_MAX + 1); /* + 1: exactly 64 KiB fits */
 	if (len == -FB_ENOENT)
 		return len;
 	if (len < 0) {

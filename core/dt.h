@@ -13,7 +13,7 @@
 
 #define DT_MAX_DEPTH 64              /* deeper trees are refused (-FB_EDEPTH) */
 #define DT_BLOB_MAX (32u << 20)      /* largest blob we read (-FB_E2BIG) */
-#define DT_PROP_MAX (64u << 10)      /* largest property read from a directory */
+#define DT_PROP_MAX (64u << 10)      /* largest property read from a directory (inclusive) */
 
 struct dt;
 

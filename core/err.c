@@ -57,7 +57,9 @@ const char *fb_errinfo_str(const struct fb_errinfo *ei, char *buf, size_t size)
 {
 	const char *reason = ei->sys ? strerror(ei->sys) : fb_strerror(ei->code);
 
-	if (ei->detail[0] && ei->sys)
+	if (!ei->what[0])
+		snprintf(buf, size, "%s%s%s", ei->detail, ei->detail[0] ? ": " : "", reason);
+	else if (ei->detail[0] && ei->sys)
 		snprintf(buf, size, "%s: %s: %s", ei->what, ei->detail, reason);
 	else if (ei->detail[0])
 		snprintf(buf, size, "%s: %s", ei->what, ei->detail);

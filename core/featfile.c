@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,7 +57,7 @@ int featfile_write(const char *path, const void *data, size_t len, struct fb_err
 	const char *slash = strrchr(path, '/');
 	const char *base = slash ? slash + 1 : path;
 	size_t dlen = slash ? (size_t)(slash - path) : 0;
-	int fd, dfd, rc;
+	int fd = -1, lockfd = -1, rc;
 
 	if (*base == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
 		return fb_errinfo_set(ei, FB_EINVAL, 0, path, "not a file name");
@@ -73,9 +74,28 @@ int featfile_write(const char *path, const void *data, size_t len, struct fb_err
 	rc = make_dirs(dir, ei);
 	if (rc < 0)
 		return rc;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return fb_errinfo_set(ei, FB_EIO, errno, tmp, "creating temporary file");
+	/* Writers of the same file take turns: they share the temporary name,
+	 * and two of them interleaving would publish a mix. A filesystem without
+	 * flock just goes unserialised. */
+	lockfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lockfd >= 0)
+		while (flock(lockfd, LOCK_EX) < 0 && errno == EINTR)
+			;
+	/* A temporary left by a crash (or planted as a symlink) is removed, and
+	 * ours is created fresh so no stale mode or owner carries over. */
+	if (unlink(tmp) < 0 && errno != ENOENT) {
+		rc = fb_errinfo_set(ei, FB_EIO, errno, tmp, "removing a stale temporary file");
+		goto out;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = fb_errinfo_set(ei, FB_EIO, errno, tmp, "creating temporary file");
+		goto out;
+	}
+	if (fchmod(fd, 0644) < 0) { /* the promised mode, whatever the umask */
+		rc = fb_errinfo_set(ei, FB_EIO, errno, tmp, "chmod");
+		goto fail;
+	}
 	if (write_all(fd, data, len) < 0) {
 		rc = fb_errinfo_set(ei, FB_EIO, errno, tmp, "writing");
 		goto fail;
@@ -95,19 +115,16 @@ int featfile_write(const char *path, const void *data, size_t len, struct fb_err
 		goto fail;
 	}
 	/* make the rename itself durable; some filesystems refuse fsync on a directory */
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		if (fsync(dfd) < 0 && errno != EINVAL && errno != EROFS) {
-			rc = fb_errinfo_set(ei, FB_EIO, errno, dir, "fsync of directory");
-			close(dfd);
-			return rc;
-		}
-		close(dfd);
-	}
-	return 0;
+	rc = 0;
+	if (lockfd >= 0 && fsync(lockfd) < 0 && errno != EINVAL && errno != EROFS)
+		rc = fb_errinfo_set(ei, FB_EIO, errno, dir, "fsync of directory");
+	goto out;
 fail:
 	if (fd >= 0)
 		close(fd);
 	unlink(tmp);
+out:
+	if (lockfd >= 0)
+		close(lockfd); /* releases the lock */
 	return rc;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 void hostfs_init(struct hostfs *h)
 {
@@ -36,12 +37,83 @@ int hostfs_path(const struct hostfs *h, const char *rel, char *buf, size_t size)
 	return n;
 }
 
+/* Drops the last component of the root-relative path p (p[len]). */
+static size_t parent_len(const char *p, size_t len)
+{
+	while (len && p[len - 1] != '/')
+		len--;
+	while (len && p[len - 1] == '/')
+		len--;
+	return len;
+}
+
+int hostfs_resolve(const struct hostfs *h, const char *rel, char *buf, size_t size)
+{
+	char cur[PATH_MAX], rest[PATH_MAX], target[PATH_MAX], full[PATH_MAX];
+	size_t clen = 0;
+	int links = 0;
+
+	if (snprintf(rest, sizeof(rest), "%s", rel) >= (int)sizeof(rest))
+		return -FB_E2BIG;
+	cur[0] = '\0';
+	for (char *p = rest; *p;) {
+		char *comp, *end;
+		size_t n, base;
+		ssize_t t;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		comp = p;
+		end = comp + strcspn(comp, "/");
+		p = *end ? end + 1 : end;
+		*end = '\0';
+		if (strcmp(comp, ".") == 0)
+			continue;
+		if (strcmp(comp, "..") == 0) {
+			clen = parent_len(cur, clen);
+			cur[clen] = '\0';
+			continue;
+		}
+		n = strlen(comp);
+		base = clen;
+		if (clen + n + 2 > sizeof(cur))
+			return -FB_E2BIG;
+		if (clen)
+			cur[clen++] = '/';
+		memcpy(cur + clen, comp, n + 1);
+		if (hostfs_path(h, cur, full, sizeof(full)) < 0)
+			return -FB_E2BIG;
+		t = readlink(full, target, sizeof(target) - 1);
+		if (t < 0) { /* not a symlink, or missing: keep it */
+			clen += n;
+			continue;
+		}
+		if (++links > 40)
+			return -FB_EINVAL;
+		target[t] = '\0';
+		/* the link's target, then what was left to resolve */
+		{
+			char tmp[PATH_MAX];
+
+			if (snprintf(tmp, sizeof(tmp), "%s/%s", target, p) >= (int)sizeof(tmp))
+				return -FB_E2BIG;
+			strcpy(rest, tmp);
+			p = rest;
+		}
+		clen = target[0] == '/' ? 0 : base;
+		cur[clen] = '\0';
+	}
+	return hostfs_path(h, cur, buf, size);
+}
+
 int hostfs_open(const struct hostfs *h, const char *rel, int flags)
 {
 	char path[PATH_MAX];
 	int fd;
 
-	if (hostfs_path(h, rel, path, sizeof(path)) < 0) {
+	if (hostfs_resolve(h, rel, path, sizeof(path)) < 0) {
 		errno = ENAMETOOLONG;
 		return -FB_E2BIG;
 	}

@@ -48,3 +48,32 @@ void log_write_(const struct fb_log *lg, char sev, const char *file, int line,
 		;
 	errno = saved;
 }
+
+const char *log_escape(const char *s, size_t len, char *out, size_t size)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = 0;
+
+	if (size == 0)
+		return out;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		int plain = c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+
+		if (n + (plain ? 1 : 4) + 4 > size) {
+			if (n + 4 <= size)
+				memcpy(out + n, "...", 3), n += 3;
+			break;
+		}
+		if (plain) {
+			out[n++] = (char)c;
+		} else {
+			out[n++] = '\\';
+			out[n++] = 'x';
+			out[n++] = hex[c >> 4];
+			out[n++] = hex[c & 15];
+		}
+	}
+	out[n] = '\0';
+	return out;
+}

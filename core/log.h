@@ -4,6 +4,8 @@
 #ifndef FB_LOG_H
 #define FB_LOG_H
 
+#include <stddef.h>
+
 struct fb_log {
 	int v;  /* -v N: LOG_V(lg, n, ...) prints when v >= n */
 	int fd; /* destination, stderr by default */
@@ -15,6 +17,11 @@ void log_init(struct fb_log *lg);
 /* sev is 'I', 'W' or 'E'. One write(2) per line; over-long lines are cut with "...". */
 void log_write_(const struct fb_log *lg, char sev, const char *file, int line,
 		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Copies s[0..len) into out (NUL-terminated, cut with "..." to fit) with
+ * bytes outside printable ASCII, '"' and '\\' escaped as \xNN, so data from
+ * a file cannot forge log lines. Returns out. */
+const char *log_escape(const char *s, size_t len, char *out, size_t size);
 
 #define LOG_I(lg, ...) log_write_((lg), 'I', __FILE__, __LINE__, __VA_ARGS__)
 #define LOG_W(lg, ...) log_write_((lg), 'W', __FILE__, __LINE__, __VA_ARGS__)

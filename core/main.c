@@ -110,6 +110,16 @@ static int install(int argc, char **argv)
 	return rc;
 }
 
+/* 0, or 1 with a message when stdout could not be written (a full disk,
+ * a closed pipe): musl forgets the error by the time of fflush, so ask ferror. */
+static int flush_stdout(void)
+{
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return 0;
+	fputs("featurebox: writing to standard output failed\n", stderr);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *base = argc > 0 ? strrchr(argv[0], '/') : NULL;
@@ -124,17 +134,17 @@ int main(int argc, char **argv)
 		if (strcmp(argv[1], "--list") == 0) {
 			for (size_t i = 0; i < NAPPLETS; i++)
 				puts(applets[i].name);
-			return 0;
+			return flush_stdout();
 		}
 		if (strcmp(argv[1], "--install") == 0)
 			return install(argc - 2, argv + 2);
 		if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 			usage(stdout);
-			return 0;
+			return flush_stdout();
 		}
 		if (strcmp(argv[1], "--version") == 0) {
 			printf("featurebox %s\n", FB_VERSION);
-			return 0;
+			return flush_stdout();
 		}
 		argc--, argv++;
 		base = argv[0];

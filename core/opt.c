@@ -112,9 +112,21 @@ static int opt_set(const struct opt_spec *spec, const struct opt *o, const char 
 			return usage_err(spec, "%s: '%s' is not a boolean (true/false)", shown, val);
 		break;
 	case OPT_STR:
-	case OPT_OPTSTR:
 		*(const char **)o->dst = val;
 		break;
+	case OPT_OPTSTR:
+		/* a later bare "-f" must not undo an earlier "--features-file=X" */
+		if (val)
+			*(const char **)o->dst = val;
+		break;
+	case OPT_STRS: {
+		struct opt_list *l = o->dst;
+
+		if (l->n == OPT_LIST_MAX)
+			return usage_err(spec, "%s: given more than %d times", shown, OPT_LIST_MAX);
+		l->v[l->n++] = val;
+		break;
+	}
 	case OPT_INT: {
 		char *end;
 		long n;
@@ -191,6 +203,8 @@ static int parse_shorts(const struct opt_spec *spec, int argc, char **argv, int 
 
 		if (!o)
 			return usage_err(spec, "unknown option -%c", *p);
+		if (p[1] == '=') /* Go style "-d=true", "-v=3" */
+			return opt_set(spec, o, shown, p + 2);
 		if (!takes_value(o)) {
 			int rc = opt_set(spec, o, shown, NULL);
 
@@ -205,6 +219,15 @@ static int parse_shorts(const struct opt_spec *spec, int argc, char **argv, int 
 		return opt_set(spec, o, shown, argv[++*i]);
 	}
 	return 0;
+}
+
+/* OPT_EXIT after --help/--version went out, -FB_EIO when stdout failed. */
+static int flushed(const struct opt_spec *spec)
+{
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return OPT_EXIT;
+	fprintf(stderr, "%s: writing to standard output failed\n", spec->name);
+	return -FB_EIO;
 }
 
 int opt_parse(const struct opt_spec *spec, int argc, char **argv, int *first_arg)
@@ -230,11 +253,11 @@ int opt_parse(const struct opt_spec *spec, int argc, char **argv, int *first_arg
 		o = find_long(spec, name, len);
 		if (!o && (len == 4 && memcmp(name, "help", 4) == 0)) {
 			opt_help(spec);
-			return OPT_EXIT;
+			return flushed(spec);
 		}
 		if (!o && (len == 7 && memcmp(name, "version", 7) == 0)) {
 			printf("%s (featurebox) %s\n", spec->name, FB_VERSION);
-			return OPT_EXIT;
+			return flushed(spec);
 		}
 		if (o && (dashes[1] == '-' || len > 1 || eq)) {
 			rc = parse_long(spec, o, dashes, eq, argc, argv, &i);
@@ -242,7 +265,7 @@ int opt_parse(const struct opt_spec *spec, int argc, char **argv, int *first_arg
 			return usage_err(spec, "unknown option --%.*s", (int)len, name);
 		} else if (strcmp(a, "-h") == 0 && !find_short(spec, 'h')) {
 			opt_help(spec);
-			return OPT_EXIT;
+			return flushed(spec);
 		} else {
 			rc = parse_shorts(spec, argc, argv, &i);
 		}
@@ -259,19 +282,13 @@ void opt_help(const struct opt_spec *spec)
 	fputs("\nOptions:\n", stdout);
 	for (size_t i = 0; i < spec->nopts; i++) {
 		const struct opt *o = &spec->opts[i];
-		char left[96];
-		int n = 0;
+		char left[96], sh[8] = "";
 
-		n += snprintf(left + n, sizeof(left) - (size_t)n, "  ");
 		if (o->so)
-			n += snprintf(left + n, sizeof(left) - (size_t)n, "-%c%s", o->so,
-				      o->lo ? ", " : "");
-		if (o->lo)
-			n += snprintf(left + n, sizeof(left) - (size_t)n, "--%s", o->lo);
-		if (o->arg && o->kind == OPT_OPTSTR && o->lo)
-			snprintf(left + n, sizeof(left) - (size_t)n, "[=%s]", o->arg);
-		else if (o->arg)
-			snprintf(left + n, sizeof(left) - (size_t)n, " %s", o->arg);
+			snprintf(sh, sizeof(sh), "-%c%s", o->so, o->lo ? ", " : "");
+		snprintf(left, sizeof(left), "  %s%s%s%s%s%s", sh, o->lo ? "--" : "", o->lo ? o->lo : "",
+			 !o->arg ? "" : o->kind == OPT_OPTSTR && o->lo ? "[=" : " ",
+			 o->arg ? o->arg : "", o->arg && o->kind == OPT_OPTSTR && o->lo ? "]" : "");
 		if (strlen(left) < 28)
 			printf("%-28s %s\n", left, o->help);
 		else

@@ -13,10 +13,11 @@
 enum opt_kind {
 	OPT_FLAG,   /* int *: 1 when given; "--x=false" gives 0 */
 	OPT_STR,    /* const char **: borrowed from argv */
-	OPT_OPTSTR, /* const char **: "--x=VALUE" stores VALUE, plain "--x"/"-x" stores NULL */
+	OPT_OPTSTR, /* const char **: "--x=VALUE" stores VALUE; plain "--x"/"-x" only marks it seen */
 	OPT_INT,    /* long *: decimal, checked against min..max */
 	OPT_DUR,    /* long long * milliseconds: Go-style "90s", "1m30s", "500ms", "2h" */
 	OPT_LIST,   /* struct opt_list *: comma-separated, repeatable; argv is split in place */
+	OPT_STRS,   /* struct opt_list *: repeatable, each value kept whole */
 };
 
 #define OPT_LIST_MAX 32
@@ -49,8 +50,9 @@ enum {
 };
 
 /* Parses argv[1..]. Returns 0 and sets *first_arg to the index of the first
- * operand (argc when none), OPT_EXIT after --help/--version, or -FB_EUSAGE
- * after printing "NAME: problem" and a hint to stderr. */
+ * operand (argc when none), OPT_EXIT after --help/--version, -FB_EIO when
+ * those could not be written to stdout, or -FB_EUSAGE after printing
+ * "NAME: problem" and a hint to stderr. */
 int opt_parse(const struct opt_spec *spec, int argc, char **argv, int *first_arg);
 
 /* Parses a Go-style duration into milliseconds. Returns 0 or -FB_EINVAL/-FB_ERANGE. */

@@ -50,7 +50,9 @@ t "mbedTLS is included only by core/tls.c" only 'mbedtls/' core/tls.c
 
 # Every host path goes through hostfs: no literal /sys, /proc, ... elsewhere in core.
 t "no literal host paths outside core/hostfs.c" sh -c \
-	"! grep -nE '\"/(sys|proc|boot|host-)' core/*.c | grep -v -e '^core/hostfs.c:' -e '/proc/self/'"
+	"! grep -nE '\"/(sys|proc|boot|etc|usr|lib|host-)' core/*.c | grep -v -e '^core/hostfs.c:' -e '/proc/self/'"
+# applets name features.d paths under /etc (NFD does not prefix them), never host state
+t "no literal /sys, /proc or /boot in applets" sh -c "! grep -nE '\"/(sys|proc|boot)' applets/*.c"
 
 # Each header compiles on its own.
 for h in core/*.h applets/applets.h; do

@@ -15,6 +15,8 @@ mkroot() { # NAME FIXTURE KIND
 	proc) cp -r "$D/$2" "$r/proc/device-tree" ;;
 	link) cp -r "$D/$2" "$r/sys/firmware/devicetree/base"
 	      ln -s ../sys/firmware/devicetree/base "$r/proc/device-tree" ;;
+	abs)  cp -r "$D/$2" "$r/sys/firmware/devicetree/base" # what the kernel has
+	      ln -s /sys/firmware/devicetree/base "$r/proc/device-tree" ;;
 	base) cp -r "$D/$2" "$r/sys/firmware/devicetree/base" ;;
 	fdt)  cp "$D/$2.dtb" "$r/sys/firmware/fdt"
 	      ln -s ../sys/firmware/devicetree/base "$r/proc/device-tree" ;; # dangling, as in a masked container
@@ -37,7 +39,7 @@ testing "node names are literal, not regexes" "$FB dt-labeller -d --dtb $D/xilin
 #    by expect.py from the directory form, byte for byte.
 for f in rpi4 jetson xilinx edge; do
 	want=$("$X" "$D/$f" 2>/dev/null)
-	for kind in proc link base fdt; do
+	for kind in proc link abs base fdt; do
 		mkroot "$f-$kind" "$f" "$kind"
 	done
 	testing "$f: --dtb matches expect.py" "$FB dt-labeller -d --dtb $D/$f.dtb" "$H$want\n"
@@ -45,6 +47,8 @@ for f in rpi4 jetson xilinx edge; do
 		"$FB dt-labeller -d --host-prefix $W/$f-proc/" "$H$want\n"
 	testing "$f: /proc/device-tree symlink into sysfs" \
 		"$FB dt-labeller -d --host-prefix $W/$f-link/" "$H$want\n"
+	testing "$f: absolute /proc/device-tree symlink resolved inside the host prefix" \
+		"$FB dt-labeller -d --host-prefix $W/$f-abs/" "$H$want\n"
 	testing "$f: <host>/sys/firmware/devicetree/base" \
 		"$FB dt-labeller -d --host-prefix $W/$f-base/" "$H$want\n"
 	testing "$f: <host>/sys/firmware/fdt behind a dangling /proc/device-tree" \
@@ -61,6 +65,41 @@ testing "a 64-character name is not truncated into a label" \
 	"$FB dt-labeller -d --dtb $D/edge.dtb 2>/dev/null | grep -c 'skipped-not-cut'" "0\n"
 testing "--prefix" "$FB dt-labeller -d --dtb $D/xilinx.dtb --prefix=example.com/" \
 	"${H}example.com/arm-cortex-a9: 2\nexample.com/xilinx-zynq-7000: 1\n"
+
+# Which source wins when several are there: proc, then base, then fdt.
+mkroot prio rpi4 proc
+cp -r "$D/xilinx" "$W/prio/sys/firmware/devicetree/base"
+cp "$D/jetson.dtb" "$W/prio/sys/firmware/fdt"
+testing "priority: /proc/device-tree over the others" "$FB dt-labeller -d --host-prefix $W/prio/" "$H$RPI4"
+rm -rf "$W/prio/proc/device-tree"
+testing "priority: devicetree/base over fdt" "$FB dt-labeller -d --host-prefix $W/prio/" \
+	"$H$K/arm-cortex-a9: 2\n$K/xilinx-zynq-7000: 1\n"
+rm -rf "$W/prio/sys/firmware/devicetree/base"
+testing "priority: fdt last" "$FB dt-labeller -d --host-prefix $W/prio/ | grep -c nvidia-jetson-nano" "1\n"
+
+# Node lists: -n repeatable, --nodes multi-valued and repeatable, all together.
+testing "-n given twice keeps both" "$FB dt-labeller -d --dtb $D/jetson.dtb -n pwm-fan -n gpu | grep -c pwm-fan" "1\n"
+testing "--nodes a,b --nodes c" "$FB dt-labeller -d --dtb $D/jetson.dtb --nodes nope,pwm-fan --nodes other | grep -c pwm-fan" "1\n"
+testing "-n and --nodes together" \
+	"$FB dt-labeller -d --dtb $D/xilinx.dtb --nodes pwm-fan -n gpio | grep -c -e gpio -e cortex-a9" "2\n"
+testing "an option after the node names: exit 2 naming it" \
+	"$FB dt-labeller -d -n gpu pwm-fan --dtb $D/jetson.dtb 2>&1 | head -1; $FB dt-labeller -d -n gpu pwm-fan --dtb x 2>/dev/null; echo \$?" \
+	"dt-labeller: option '--dtb' after the node names: put options before -n\n2\n"
+
+# A compatible without its final NUL, and strings that try to forge log lines.
+cat >"$W/odd.dts" <<'DTS'
+/dts-v1/;
+/ {
+	compatible = "arm,odd", [61 2c 62];
+	cpu@0 { compatible = "x,\nE1129 00:00:00.000000 fake.c:1] forged-line-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"; };
+};
+DTS
+dtc -q -I dts -O dtb -o "$W/odd.dtb" "$W/odd.dts"
+testing "unterminated compatible: the tail is dropped" "$FB dt-labeller -d --dtb $W/odd.dtb 2>/dev/null" "$H$K/arm-odd: 1\n"
+testing "unterminated compatible: warned about" \
+	"$FB dt-labeller -d --dtb $W/odd.dtb 2>&1 >/dev/null | grep -c 'ends without a NUL; \"a,b\" dropped'" "1\n"
+testing "devicetree text cannot forge a log line" \
+	"$FB dt-labeller -d --dtb $W/odd.dtb 2>&1 >/dev/null | grep -c -e '^E1129 00:00:00' -e 'x,\\\\x0aE1129'" "1\n"
 
 # 3. No devicetree (an x86 node): a warning, no labels, exit 0.
 mkdir -p "$W/empty"
@@ -83,6 +122,12 @@ testing "--oneshot -f writes once and exits" \
 	"$FB dt-labeller --oneshot -f --features-file=$F --dtb $D/rpi4.dtb >/dev/null; echo \$?; wc -l <$F" "0\n4\n"
 testing "no devicetree: -f writes an empty file (stale labels go)" \
 	"$FB dt-labeller -f --features-file=$F --host-prefix $W/empty/ 2>/dev/null >/dev/null; echo \$?; wc -c <$F" "0\n0\n"
+testing "-f after --features-file=PATH keeps PATH" \
+	"$FB dt-labeller --features-file=$W/kept --dtb $D/rpi4.dtb -f | cut -d' ' -f6; wc -l <$W/kept" "$W/kept\n4\n"
+testing "empty --features-file=: exit 2" "$FB dt-labeller --features-file= --dtb $D/rpi4.dtb 2>&1 | head -1; $FB dt-labeller --features-file= 2>/dev/null; echo \$?" \
+	"dt-labeller: --features-file '' does not name a file\n2\n"
+testing "--features-file ending in /: exit 2" "$FB dt-labeller --features-file=$W/dir/ --dtb $D/rpi4.dtb 2>/dev/null; echo \$?" "2\n"
+testing "-d to a full disk: exit 1" "$FB dt-labeller -d --dtb $D/rpi4.dtb >/dev/full 2>/dev/null; echo \$?" "1\n"
 testing "-d wins over -f: nothing written" \
 	"$FB dt-labeller -d -f --features-file=$W/never --dtb $D/rpi4.dtb >/dev/null; ls $W/never 2>&1 | grep -c 'No such'" "1\n"
 testing "features file whose parent is a file: exit 1 naming it" \
@@ -107,6 +152,9 @@ chmod 000 "$W/locked2/proc/device-tree/cpus/cpu@1/compatible"
 testing "unreadable compatible: exit 1 naming the file" \
 	"$NB dt-labeller -d --host-prefix $W/locked2/ >/dev/null 2>$W/err; echo \$?; grep -c '/cpus/cpu@1/compatible (in directory .*): .*Permission denied' $W/err" "1\n1\n"
 testing "works unprivileged on a readable tree" "$NB dt-labeller -d --host-prefix $W/rpi4-proc/" "$H$RPI4"
+testing "-f alone writes the NFD default path" \
+	"$NB dt-labeller -f --dtb $D/rpi4.dtb 2>/dev/null; echo \$?" \
+	"Writing out discovered features to /etc/kubernetes/node-feature-discovery/features.d/devicetree-features\n1\n"
 
 # 6. Hostile trees (root can trip over these too).
 mkroot fifo rpi4 proc

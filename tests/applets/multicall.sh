@@ -21,10 +21,13 @@ testing "--install -s DIR makes symlinks" \
 testing "installed symlink runs the applet" "$FBRUN $W/bin/dt-labeller --version" "dt-labeller (featurebox) 0.1.0\n"
 testing "--install DIR makes hard links" \
 	"$FBRUN $W/featurebox --install $W/sbin; echo \$?; [ $W/sbin/dt-labeller -ef $W/featurebox ] && echo same" "0\nsame\n"
-testing "--install again is a no-op" "$FBRUN $W/featurebox --install $W/sbin; $FBRUN $W/featurebox --install -s $W/bin; echo \$?" "0\n"
-echo keep >"$W/sbin2" ; mkdir -p "$W/other"; echo mine >"$W/other/dt-labeller"
+testing "--install again is a no-op" \
+	"$FBRUN $W/featurebox --install $W/sbin; echo \$?; $FBRUN $W/featurebox --install -s $W/bin; echo \$?" "0\n0\n"
+mkdir -p "$W/other"; echo mine >"$W/other/dt-labeller"
 testing "--install leaves a foreign file alone: exit 1" \
-	"$FBRUN $W/featurebox --install $W/other 2>&1 | grep -c 'exists and is not a link'; cat $W/other/dt-labeller" "1\nmine\n"
+	"$FBRUN $W/featurebox --install $W/other 2>$W/err; echo \$?; grep -c 'exists and is not a link' $W/err; cat $W/other/dt-labeller" "1\n1\nmine\n"
+testing "--list to a full disk: exit 1" "$FB --list >/dev/full 2>/dev/null; echo \$?" "1\n"
+testing "--help to a full disk: exit 1" "$FB dt-labeller --help >/dev/full 2>/dev/null; echo \$?" "1\n"
 testing "--install without DIR: exit 2" "$FB --install 2>/dev/null; echo \$?" "2\n"
 
 done_testing

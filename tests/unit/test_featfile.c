@@ -89,10 +89,47 @@ int main(void)
 	snprintf(p, sizeof(p), "%s/out", dir);
 	snprintf(t, sizeof(t), "%s/.out.tmp", dir);
 	symlink(q, t);
-	rc = featfile_write(p, "evil\n", 5, &ei);
-	T_OK("symlink at the temporary name is refused", rc == -FB_EIO && contents_are(q, "keep\n"),
-	     "rc=%d", rc);
-	unlink(t);
+	rc = featfile_write(p, "new\n", 4, &ei);
+	T_OK("a symlink planted at the temporary name is replaced, not followed",
+	     rc == 0 && contents_are(q, "keep\n") && contents_are(p, "new\n"), "rc=%d", rc);
+	T_OK("and nothing is left at the temporary name", !exists(t), "%s exists", t);
+
+	/* a stale temporary with odd permissions does not leak its mode */
+	{
+		int sfd = open(t, O_WRONLY | O_CREAT, 0600);
+
+		if (sfd >= 0)
+			close(sfd);
+		chmod(t, 0600);
+		umask(077);
+		rc = featfile_write(p, "m\n", 2, &ei);
+		umask(022);
+		stat(p, &st1);
+		T_OK("mode is 0644 whatever the umask and stale temporary", rc == 0 &&
+			 (st1.st_mode & 07777) == 0644, "rc=%d mode=%o", rc, st1.st_mode & 07777);
+	}
+
+	/* concurrent writers: every reader sees one whole version */
+	{
+		static const char *const ver[2] = { "aaaa=1\nbbbb=2\ncccc=3\n", "x=9\n" };
+		int bad = 0;
+
+		for (int round = 0; round < 50 && !bad; round++) {
+			pid_t kids[2];
+
+			for (int k = 0; k < 2; k++)
+				if ((kids[k] = fork()) == 0)
+					_exit(featfile_write(p, ver[k], strlen(ver[k]), NULL) == 0 ? 0 : 1);
+			for (int k = 0; k < 2; k++) {
+				int wst;
+
+				waitpid(kids[k], &wst, 0);
+				bad |= !WIFEXITED(wst) || WEXITSTATUS(wst) != 0;
+			}
+			bad |= !contents_are(p, ver[0]) && !contents_are(p, ver[1]);
+		}
+		T_OK("two concurrent writers: both succeed, file is one whole version", !bad, "mixed or failed");
+	}
 
 	T_INT("name that is not a file", featfile_write("/tmp/", "", 0, &ei), -FB_EINVAL);
 	T_INT("relative path in the current directory", (chdir(dir), featfile_write("rel", "r\n", 2, &ei)), 0);

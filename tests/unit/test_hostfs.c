@@ -58,6 +58,38 @@ int main(void)
 		close(fd);
 	T_INT("open of a missing file", hostfs_open(&h, "sys/class/nope", O_RDONLY), -FB_ENOENT);
 	T_INT("open below a file", hostfs_open(&h, "sys/class/x/y", O_RDONLY), -FB_ENOENT);
+	/* symlinks resolve inside the prefix, never into our own root */
+	snprintf(name, sizeof(name),
+		 "cd '%s' && mkdir -p proc sys/firmware/devicetree/base a/b && "
+		 "ln -s /sys/firmware/devicetree/base proc/device-tree && "
+		 "ln -s ../sys/firmware/devicetree/base proc/rel && "
+		 "ln -s ../../../sys a/b/up && ln -s loop1 loop2 && ln -s loop2 loop1 && "
+		 "ln -s /proc/device-tree proc/chain", dir);
+	if (system(name) != 0)
+		return 2;
+	{
+		static const struct {
+			const char *rel, *want;
+		} res[] = {
+			{ "proc/device-tree", "sys/firmware/devicetree/base" },
+			{ "proc/device-tree/cpus", "sys/firmware/devicetree/base/cpus" },
+			{ "proc/rel", "sys/firmware/devicetree/base" },
+			{ "proc/chain", "sys/firmware/devicetree/base" },
+			{ "a/b/up/firmware", "sys/firmware" },
+			{ "a/../../../sys", "sys" },
+			{ "./sys//firmware/", "sys/firmware" },
+			{ "proc/missing/x", "proc/missing/x" },
+		};
+		char want[700];
+
+		for (size_t i = 0; i < sizeof(res) / sizeof(res[0]); i++) {
+			snprintf(want, sizeof(want), "%s/%s", dir, res[i].want);
+			snprintf(name, sizeof(name), "resolve '%s'", res[i].rel);
+			T_OK(name, hostfs_resolve(&h, res[i].rel, buf, sizeof(buf)) > 0 && !strcmp(buf, want),
+			     "got %s, want %s", buf, want);
+		}
+		T_INT("symlink loop", hostfs_resolve(&h, "loop1", buf, sizeof(buf)), -FB_EINVAL);
+	}
 	snprintf(name, sizeof(name), "rm -rf '%s'", dir);
 	if (system(name) != 0)
 		return 2;

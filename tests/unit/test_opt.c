@@ -11,7 +11,7 @@ struct vals {
 	const char *name, *ff, *n;
 	long v;
 	long long dur;
-	struct opt_list list;
+	struct opt_list list, strs;
 };
 
 static int run(const char *cmdline, struct vals *x, int *first, char ***argvp, int *argcp)
@@ -29,6 +29,7 @@ static int run(const char *cmdline, struct vals *x, int *first, char ***argvp, i
 		{ .lo = "v", .so = 'v', .kind = OPT_INT, .dst = &x->v, .min = 0, .max = 10, .help = "v" },
 		{ .lo = "dur", .kind = OPT_DUR, .dst = &x->dur, .min = 1000, .max = 3600000, .help = "t" },
 		{ .lo = "list", .kind = OPT_LIST, .dst = &x->list, .help = "l" },
+		{ .lo = "strs", .so = 's', .kind = OPT_STRS, .dst = &x->strs, .help = "s" },
 	};
 	const struct opt_spec spec = { "t", "Usage: t\n", opts, sizeof(opts) / sizeof(opts[0]) };
 
@@ -77,6 +78,11 @@ static const struct {
 	{ "--ff=/x", 0, .ffseen = 1, .ff = "/x" },
 	{ "-f", 0, .ffseen = 1 },
 	{ "-f /x", 0, .ffseen = 1, .operand = "/x" },
+	{ "--ff=/x -f", 0, .ffseen = 1, .ff = "/x" },
+	{ "-f=/x", 0, .ffseen = 1, .ff = "/x" },
+	{ "-d=true", 0, .d = 1 },
+	{ "-d=false", 0, .d = 0 },
+	{ "-d=maybe", -FB_EUSAGE },
 	{ "--dur 1m30s", 0, .dur = 90000 },
 	{ "--dur 10", -FB_EUSAGE },
 	{ "--dur 500ms", -FB_EUSAGE },
@@ -138,6 +144,9 @@ int main(void)
 		char **argv;
 		int argc, first;
 
+		run("-s a,b --strs c -s=d", &x, &first, &argv, &argc);
+		T_OK("repeated string values kept whole", x.strs.n == 3 && !strcmp(x.strs.v[0], "a,b") &&
+			 !strcmp(x.strs.v[1], "c") && !strcmp(x.strs.v[2], "d"), "n=%d", x.strs.n);
 		run("--list a,b --list c", &x, &first, &argv, &argc);
 		T_OK("list items in order", x.list.n == 3 && !strcmp(x.list.v[0], "a") &&
 			 !strcmp(x.list.v[1], "b") && !strcmp(x.list.v[2], "c"), "n=%d", x.list.n);
