@@ -56,19 +56,22 @@ void tls_conn_free(struct tls_conn *c);
  * "certificate verification failed: The certificate is not correctly signed
  * by the trusted CA" or "...: The certificate Common Name (CN) does not match
  * with the expected CN" or "...: The certificate validity has expired",
- * -FB_ECLOSED if the peer hung up. */
+ * -FB_ECLOSED if the peer hung up, -FB_EIO if the socket failed (ei->sys).
+ * A failed session stays failed: later calls return the same error. */
 int tls_handshake(struct tls_conn *c, struct fb_errinfo *ei);
 
 /* Reads up to len bytes (handshaking first if needed). Returns the count, 0
  * when the peer closed the session (close_notify or EOF), -FB_EAGAIN, or
- * -FB_ETLS / -FB_EIO. */
+ * -FB_ETLS / -FB_EIO, -FB_ECLOSED for a reset connection. */
 ssize_t tls_read(struct tls_conn *c, void *buf, size_t len, struct fb_errinfo *ei);
 /* Writes len bytes, possibly partially: returns the count written, -FB_EAGAIN
- * or an error. */
+ * or an error. After -FB_EAGAIN call it again with the same data: its first
+ * bytes are already encrypted and queued, and that call returns their count. */
 ssize_t tls_write(struct tls_conn *c, const void *buf, size_t len, struct fb_errinfo *ei);
 
 /* Bytes already decrypted and buffered: readable without waiting for the
- * socket (a poll loop must check this before sleeping). */
+ * socket (a poll loop must check this before sleeping). 1 also stands for a
+ * record read from the socket but not yet decrypted. */
 size_t tls_pending(const struct tls_conn *c);
 /* After -FB_EAGAIN: POLLIN or POLLOUT, what the socket must become. */
 short tls_want(const struct tls_conn *c);
