@@ -9,7 +9,6 @@
 #include "../../core/dt.h"
 #include "../../core/labels.h"
 
-#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,49 +53,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifndef FB_LIBFUZZER
-static int replay_file(const char *path, int *count)
-{
-	FILE *f = fopen(path, "rb");
-	static uint8_t buf[1 << 20];
-	size_t n;
-
-	if (!f) {
-		printf("FAIL: fuzz/dt: %s (cannot open)\n", path);
-		return 1;
-	}
-	n = fread(buf, 1, sizeof(buf), f);
-	fclose(f);
-	LLVMFuzzerTestOneInput(buf, n);
-	++*count;
-	return 0;
-}
-
-/* A crash or sanitizer report ends the process before the PASS line. */
-int main(int argc, char **argv)
-{
-	int rc = 0, count = 0;
-
-	for (int i = 1; i < argc; i++) {
-		DIR *d = opendir(argv[i]);
-		struct dirent *de;
-		char path[4096];
-
-		if (!d) {
-			rc |= replay_file(argv[i], &count);
-			continue;
-		}
-		while ((de = readdir(d))) {
-			if (de->d_name[0] == '.')
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", argv[i], de->d_name);
-			rc |= replay_file(path, &count);
-		}
-		closedir(d);
-	}
-	if (count == 0)
-		printf("FAIL: fuzz/dt: empty corpus\n");
-	else if (rc == 0)
-		printf("PASS: fuzz/dt: replayed %d inputs under the sanitizers\n", count);
-	return rc || count == 0;
-}
+#include "replay.h"
 #endif
