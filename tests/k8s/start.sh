@@ -1,0 +1,77 @@
+# tests/k8s/start.sh: start and stop the test API server from a shell test (source it).
+#
+#   . "$FB_TOP/tests/k8s/start.sh"
+#   k8s_start "$W/k8s" [--cert ecdsa] [--history N] [--bookmark-interval S] ...
+#   trap k8s_stop EXIT
+#   KUBECONFIG=$K8S_DIR/kubeconfig-admin featurebox ...
+#   k8s_ctl count patch '^/api/v1/nodes/node1$'
+#
+# k8s_start DIR [SERVER ARGS]: starts tests/k8s/server.py --dir DIR in the background
+# (stderr and stdout in DIR/server.log), waits up to 20 s for DIR/ready and exports
+# K8S_DIR, K8S_PORT, K8S_PID, K8S_URL and K8S_CTL ("tests/k8s/ctl DIR"). Returns 1 with
+# the log tail on stderr if the server does not come up. Call it directly, not inside
+# $(...) or a pipeline: K8S_PID must be a child of the test shell.
+# k8s_stop: SIGTERM, then waits for the server (SIGKILL after 5 s); safe to call twice.
+# k8s_ctl ARGS: tests/k8s/ctl "$K8S_DIR" ARGS.
+
+if [ -n "${BASH_SOURCE:-}" ]; then
+	K8S_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+else
+	K8S_SRC=${FB_TOP:?set FB_TOP to the source tree}/tests/k8s
+fi
+
+k8s_start() {
+	local dir=${1:?usage: k8s_start DIR [server args]} i
+	shift
+	mkdir -p "$dir" || return 1
+	dir=$(cd "$dir" && pwd)
+	rm -f "$dir/ready"
+	python3 "$K8S_SRC/server.py" --dir "$dir" "$@" >>"$dir/server.log" 2>&1 &
+	K8S_PID=$!
+	i=0
+	while [ ! -e "$dir/ready" ]; do
+		if ! kill -0 "$K8S_PID" 2>/dev/null; then
+			echo "k8s_start: the test API server exited:" >&2
+			tail -n 20 "$dir/server.log" >&2
+			wait "$K8S_PID" 2>/dev/null
+			unset K8S_PID
+			return 1
+		fi
+		i=$((i + 1))
+		if [ $i -gt 400 ]; then
+			echo "k8s_start: the test API server was not ready after 20 s:" >&2
+			tail -n 20 "$dir/server.log" >&2
+			k8s_stop
+			return 1
+		fi
+		sleep 0.05
+	done
+	K8S_DIR=$dir
+	K8S_PORT=$(cat "$dir/port")
+	K8S_URL=$(cat "$dir/url")
+	K8S_CTL="$K8S_SRC/ctl $dir"
+	export K8S_DIR K8S_PORT K8S_PID K8S_URL K8S_CTL
+}
+
+k8s_stop() {
+	local i=0 st
+	[ -n "${K8S_PID:-}" ] || return 0
+	if kill -TERM "$K8S_PID" 2>/dev/null; then
+		# until it is gone or a zombie (kill -0 succeeds on zombies)
+		while [ $i -lt 100 ]; do
+			st=
+			read -r _ _ st _ 2>/dev/null <"/proc/$K8S_PID/stat"
+			[ -z "$st" ] || [ "$st" = Z ] && break
+			sleep 0.05
+			i=$((i + 1))
+		done
+		[ $i -lt 100 ] || kill -KILL "$K8S_PID" 2>/dev/null
+	fi
+	wait "$K8S_PID" 2>/dev/null
+	unset K8S_PID
+	return 0
+}
+
+k8s_ctl() {
+	"$K8S_SRC/ctl" "${K8S_DIR:?k8s_start first}" "$@"
+}
