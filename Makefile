@@ -18,7 +18,17 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes 
 	-Wwrite-strings -Wpointer-arith
 CSTD := -std=c11 -D_GNU_SOURCE
 
-ifeq ($(FLAVOUR),check)
+ifeq ($(FLAVOUR),fuzz)
+  # libFuzzer builds of tests/fuzz (make fuzz); everything, libraries
+  # included, instrumented by clang
+  B := build/fuzz
+  CC := clang
+  AR := ar
+  OPT := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+  TP_CFLAGS := $(OPT)
+  LDFLAGS_FB := -fsanitize=fuzzer,address,undefined
+  BIN := $(B)/none
+else ifeq ($(FLAVOUR),check)
   B := build/check
   CC := gcc
   AR := ar
@@ -72,14 +82,16 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/check/tests/%)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build/check/tests/%)
+TOOL_SRC := $(wildcard tests/tools/*.c)
+TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=build/check/tests/%)
 
-.PHONY: all check test size bench clean distclean cross fuzz
+.PHONY: all check test size bench clean distclean cross fuzz fuzz-bins
 .DEFAULT_GOAL := all
 
 # mbedTLS and cJSON are built for every flavour (cached under $(B)/lib) though
 # nothing links them yet: the API client will.
 ifeq ($(FLAVOUR),check)
-all: $(BIN) $(UNIT_BIN) $(FUZZ_BIN) $(TP_LIBS_BASE) $(TP_LIBS_TLS)
+all: $(BIN) $(UNIT_BIN) $(FUZZ_BIN) $(TOOL_BIN) $(TP_LIBS_BASE) $(TP_LIBS_TLS)
 else
 all: $(BIN) $(TP_LIBS_BASE) $(TP_LIBS_TLS)
 endif
@@ -100,6 +112,11 @@ $(BIN): $(MAIN_OBJ) $(APPLET_OBJ) $(CORE_OBJ) $(LIBS)
 build/check/tests/test_%: tests/unit/test_%.c tests/unit/t.h $(CORE_OBJ) $(LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_FB) -Wno-missing-field-initializers -Itests/unit $(LDFLAGS_FB) -o $@ $< $(CORE_OBJ) $(LIBS) $(LDLIBS)
+
+# test drivers (tests/tools): sanitizer builds only, never installed
+build/check/tests/%: tests/tools/%.c $(CORE_OBJ) $(LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_FB) $(LDFLAGS_FB) -o $@ $< $(CORE_OBJ) $(LIBS) $(LDLIBS)
 
 # corpus replay binaries (plain main); `make fuzz` builds the libFuzzer ones
 build/check/tests/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_OBJ) $(LIBS)
@@ -136,13 +153,13 @@ size:
 # Local fuzzing with clang's libFuzzer (not part of make test, which replays the
 # corpus): make fuzz, then build/fuzz/fuzz_dt tests/fuzz/corpus/dt -max_total_time=60
 fuzz:
-	@mkdir -p build/fuzz
-	$(MAKE) FLAVOUR=check all
-	for f in $(FUZZ_SRC); do \
-		clang $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DFB_LIBFUZZER $(FDT_INC) \
-			-o build/fuzz/$$(basename $$f .c) $$f $(filter-out core/main.c,$(wildcard core/*.c)) \
-			build/src/dtc/libfdt/*.c || exit 1; \
-	done
+	$(MAKE) FLAVOUR=fuzz fuzz-bins
+	@echo "run: build/fuzz/fuzz_NAME -max_total_time=60 OUTDIR tests/fuzz/corpus/NAME"
+
+fuzz-bins: $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
+
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_OBJ) $(LIBS)
+	$(CC) $(CFLAGS_FB) -DFB_LIBFUZZER $(LDFLAGS_FB) -o $@ $< $(CORE_OBJ) $(LIBS) $(LDLIBS)
 
 bench:
 	@echo "no benchmarks yet: they arrive with the applets that have budgets"

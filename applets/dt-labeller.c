@@ -22,9 +22,14 @@
  *   for a node name); -n may be repeated, each value adds a name.
  * - A compatible property without its final NUL (malformed) has its
  *   unterminated tail dropped with a warning, as the original dropped it.
- * - Controller mode (labelling the Node through the API server, the default
- *   when neither -d nor -f is given) is not in this build yet: it comes with
- *   the API client and exits 2 with a message until then.
+ * - Controller mode (the default without -d/-f) labels its own Node with a
+ *   JSON merge patch (only the labels that differ), removes the labels under
+ *   the exact "<prefix>/" that no longer apply (never "devicetree.orgx/..."),
+ *   and keeps them asserted: a watch of its own Node (a label deleted by hand
+ *   comes back at once) and a --resync timer that also re-reads the
+ *   devicetree (the original computed labels once and never looked again).
+ *   API errors are retried with backoff; it never exits because of them.
+ *   --oneshot without -d/-f labels once and exits (1 if that failed).
  */
 #include "applets.h"
 
@@ -32,14 +37,18 @@
 #include "../core/err.h"
 #include "../core/featfile.h"
 #include "../core/hostfs.h"
+#include "../core/json.h"
+#include "../core/kube.h"
 #include "../core/labels.h"
 #include "../core/log.h"
+#include "../core/loop.h"
 #include "../core/opt.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
 	"Usage: dt-labeller [OPTIONS] [-n NODE [NODE...]]\n"
@@ -50,7 +59,8 @@ static const char usage[] =
 	"\n"
 	"  -d                   print the labels and exit\n"
 	"  -f                   write them to the NFD features file and exit\n"
-	"  (neither)            label the Node through the API server (controller mode)\n";
+	"  (neither)            label the Node through the API server and keep the labels\n"
+	"                       asserted (controller mode; --oneshot: label once and exit)\n";
 
 #define DEFAULT_FEATURES_FILE "/etc/kubernetes/node-feature-discovery/features.d/devicetree-features"
 #define MAX_NODE_NAMES (2 * OPT_LIST_MAX + 2)
@@ -241,6 +251,345 @@ static int compute_labels(struct dtl *s, const struct hostfs *h, const char *dtb
 	return rc;
 }
 
+/* ---- controller mode ---------------------------------------------------- */
+
+struct ctl {
+	struct dtl *s;
+	const struct hostfs *h;
+	const char *dtb, *prefix, *node;
+	struct kube *k;
+	struct loop *l;
+	struct kube_watch *w;
+	struct json *desired;   /* {"prefix/name": "count"}, owned; NULL while unknown */
+	struct json *labels;    /* the Node's labels as last seen, owned; NULL while unknown */
+	char rv[64];            /* the Node's resourceVersion as last seen */
+	char path[512], watch_path[600];
+	struct kube_backoff bo;
+	long long resync_ms;
+	int retry_timer;
+	int failed;             /* --oneshot: the result */
+};
+
+/* Recomputes the labels this node should carry; NULL on a devicetree error. */
+static struct json *desired_labels(struct ctl *c)
+{
+	struct json *d;
+	char key[LABELS_PREFIX_MAX + LABELS_NAME_MAX + 2], val[24], msg[1200], emsg[1200];
+
+	if (compute_labels(c->s, c->h, c->dtb) < 0) {
+		fb_errinfo_str(&c->s->ei, msg, sizeof(msg));
+		LOG_E(&c->s->log, "reading the devicetree: %s; labels left as they are",
+		      log_escape(msg, strlen(msg), emsg, sizeof(emsg)));
+		return NULL;
+	}
+	if (!(d = json_new_object()))
+		return NULL;
+	for (size_t i = 0; i < c->s->nnames; i++) {
+		snprintf(key, sizeof(key), "%s/%s", c->prefix, c->s->names[i].name);
+		snprintf(val, sizeof(val), "%lu", c->s->names[i].count);
+		if (json_set_str(d, key, val) < 0) {
+			json_free(d);
+			return NULL;
+		}
+	}
+	return d;
+}
+
+/* Ours: exactly "<prefix>/..." (the original also took "devicetree.orgx/"). */
+static int owned_key(const struct ctl *c, const char *key)
+{
+	size_t n = strlen(c->prefix);
+
+	return strncmp(key, c->prefix, n) == 0 && key[n] == '/';
+}
+
+static void remember_node(struct ctl *c, const struct json *node)
+{
+	const struct json *md = json_get(node, "metadata");
+	const struct json *labels = json_get(md, "labels");
+
+	json_free(c->labels);
+	c->labels = labels ? json_dup(labels) : json_new_object();
+	snprintf(c->rv, sizeof(c->rv), "%s", json_get_str(md, "resourceVersion", ""));
+}
+
+/* Patches the labels that differ from c->desired. Returns 0 (also when
+ * nothing needed doing) or a negative fb_err after logging why. */
+static int reconcile(struct ctl *c)
+{
+	struct json *patch = NULL, *md, *lab;
+	struct kube_result res;
+	struct fb_errinfo ei;
+	int set = 0, removed = 0, rc;
+	char *body = NULL, msg[1200];
+	size_t len;
+
+	if (!c->desired || !c->labels)
+		return 0;
+	if (!(patch = json_new_object()) || !(md = json_new_object()) ||
+	    json_set_take(patch, "metadata", md) < 0 || !(lab = json_new_object()) ||
+	    json_set_take(md, "labels", lab) < 0)
+		goto nomem;
+	for (const struct json *d = json_child(c->desired); d; d = json_next(d)) {
+		const char *have = json_get_str(c->labels, json_key(d), NULL);
+
+		if (have && strcmp(have, json_str(d)) == 0)
+			continue;
+		if (json_set_str(lab, json_key(d), json_str(d)) < 0)
+			goto nomem;
+		set++;
+	}
+	for (const struct json *l = json_child(c->labels); l; l = json_next(l)) {
+		if (!owned_key(c, json_key(l)) || json_get(c->desired, json_key(l)))
+			continue;
+		if (json_set_take(lab, json_key(l), json_new_null()) < 0)
+			goto nomem;
+		removed++;
+	}
+	if (set + removed == 0) {
+		json_free(patch);
+		return 0;
+	}
+	if (!(body = json_print(patch, &len)))
+		goto nomem;
+	json_free(patch);
+	fb_errinfo_init(&ei);
+	rc = kube_request(c->k, "PATCH", c->path, "application/merge-patch+json", body, len, &res, &ei);
+	free(body);
+	if (rc < 0) {
+		LOG_E(&c->s->log, "labelling node %s: %s", c->node, fb_errinfo_str(&ei, msg, sizeof(msg)));
+		return rc;
+	}
+	if (res.status / 100 != 2) {
+		LOG_E(&c->s->log, "labelling node %s: HTTP %d %s: %s", c->node, res.status, res.reason,
+		      res.message);
+		kube_result_free(&res);
+		return -FB_EIO;
+	}
+	remember_node(c, res.body);
+	kube_result_free(&res);
+	LOG_I(&c->s->log, "node %s: %d devicetree label(s) set, %d stale removed", c->node, set, removed);
+	return 0;
+nomem:
+	json_free(patch);
+	LOG_E(&c->s->log, "out of memory building the label patch");
+	return -FB_ENOMEM;
+}
+
+static void ctl_sync(void *ctx);
+
+static void schedule_retry(struct ctl *c, const char *why)
+{
+	long long wait = kube_backoff_next(&c->bo);
+
+	LOG_W(&c->s->log, "%s; trying again in %lld ms", why, wait);
+	loop_timer_cancel(c->l, c->retry_timer);
+	c->retry_timer = loop_timer(c->l, wait, ctl_sync, c);
+}
+
+static void on_event(void *ctx, const char *type, const struct json *object)
+{
+	struct ctl *c = ctx;
+
+	if (strcmp(type, "DELETED") == 0) {
+		LOG_W(&c->s->log, "node %s was deleted; waiting for it to come back", c->node);
+		json_free(c->labels);
+		c->labels = NULL;
+		return;
+	}
+	remember_node(c, object);
+	if (reconcile(c) < 0 && !loop_signal(c->l))
+		schedule_retry(c, "patching the node failed");
+}
+
+static void start_watch(struct ctl *c);
+
+static void rewatch(void *ctx)
+{
+	start_watch(ctx);
+}
+
+static void on_end(void *ctx, enum kube_watch_end why, const struct fb_errinfo *ei)
+{
+	struct ctl *c = ctx;
+	char msg[1200];
+
+	if (c->w && kube_watch_rv(c->w)[0])
+		snprintf(c->rv, sizeof(c->rv), "%s", kube_watch_rv(c->w));
+	kube_watch_free(c->w);
+	c->w = NULL;
+	if (loop_signal(c->l))
+		return;
+	switch (why) {
+	case KUBE_WATCH_CLOSED: /* the usual timeoutSeconds end: carry on from where it was */
+		LOG_V(&c->s->log, 2, "watch of node %s ended; re-watching from %s", c->node, c->rv);
+		loop_timer(c->l, 0, rewatch, c);
+		break;
+	case KUBE_WATCH_EXPIRED:
+		LOG_I(&c->s->log, "watch of node %s expired; reading it again", c->node);
+		loop_timer(c->l, 0, ctl_sync, c);
+		break;
+	case KUBE_WATCH_FAILED:
+		snprintf(msg, sizeof(msg), "watch of node %s failed: ", c->node);
+		if (ei)
+			fb_errinfo_str(ei, msg + strlen(msg), sizeof(msg) - strlen(msg));
+		schedule_retry(c, msg);
+		break;
+	}
+}
+
+static void start_watch(struct ctl *c)
+{
+	struct fb_errinfo ei;
+	char msg[1200];
+	int rc;
+
+	if (c->w)
+		return;
+	fb_errinfo_init(&ei);
+	rc = kube_watch_start(&c->w, c->k, c->l, c->watch_path, c->rv, on_event, on_end, c, &ei);
+	if (rc < 0 && rc != -FB_ECANCELED) {
+		snprintf(msg, sizeof(msg), "watching node %s: ", c->node);
+		fb_errinfo_str(&ei, msg + strlen(msg), sizeof(msg) - strlen(msg));
+		schedule_retry(c, msg);
+	}
+}
+
+/* Reads the Node, patches what differs, and watches it from there. */
+static void ctl_sync(void *ctx)
+{
+	struct ctl *c = ctx;
+	struct kube_result res;
+	struct fb_errinfo ei;
+	char msg[1200];
+	int rc;
+
+	c->retry_timer = 0;
+	fb_errinfo_init(&ei);
+	rc = kube_request(c->k, "GET", c->path, NULL, NULL, 0, &res, &ei);
+	if (rc == -FB_ECANCELED)
+		return;
+	if (rc < 0) {
+		snprintf(msg, sizeof(msg), "reading node %s: ", c->node);
+		fb_errinfo_str(&ei, msg + strlen(msg), sizeof(msg) - strlen(msg));
+		schedule_retry(c, msg);
+		return;
+	}
+	if (res.status != 200) {
+		snprintf(msg, sizeof(msg), "reading node %s: HTTP %d %s %s", c->node, res.status,
+			 res.reason, res.message);
+		kube_result_free(&res);
+		schedule_retry(c, msg);
+		return;
+	}
+	remember_node(c, res.body);
+	kube_result_free(&res);
+	if (reconcile(c) < 0) {
+		if (!loop_signal(c->l))
+			schedule_retry(c, "patching the node failed");
+		return;
+	}
+	kube_backoff_reset(&c->bo);
+	start_watch(c);
+}
+
+static void on_resync(void *ctx)
+{
+	struct ctl *c = ctx;
+	struct json *d = desired_labels(c);
+
+	if (d) {
+		json_free(c->desired);
+		c->desired = d;
+	}
+	if (!c->labels)
+		ctl_sync(c);
+	else if (reconcile(c) < 0 && !loop_signal(c->l))
+		schedule_retry(c, "patching the node failed");
+	loop_timer(c->l, c->resync_ms, on_resync, c);
+}
+
+/* Controller mode and --oneshot labelling. Returns the exit status. */
+static int run_controller(struct dtl *s, const struct hostfs *h, const char *dtb, const char *prefix,
+			  const char *kubeconfig, const char *node, long long resync_ms, int oneshot)
+{
+	struct kube_opts ko;
+	struct kube_config cfg;
+	struct fb_errinfo ei;
+	struct ctl c = { .s = s, .h = h, .dtb = dtb, .prefix = prefix, .node = node,
+			 .resync_ms = resync_ms };
+	char msg[1200], hostname[256];
+	int ret = 1, rc;
+
+	if (!c.node || !*c.node)
+		c.node = getenv("NODE_NAME");
+	if (!c.node || !*c.node) {
+		if (gethostname(hostname, sizeof(hostname)) < 0 || !hostname[0]) {
+			LOG_E(&s->log, "no node name: give --node-name or set NODE_NAME");
+			return 2;
+		}
+		hostname[sizeof(hostname) - 1] = '\0';
+		c.node = hostname;
+	}
+	if (!labels_valid_prefix(c.node, strlen(c.node))) {
+		LOG_E(&s->log, "node name \"%s\" is not a valid Kubernetes object name", c.node);
+		return 2;
+	}
+	snprintf(c.path, sizeof(c.path), "/api/v1/nodes/%s", c.node);
+	snprintf(c.watch_path, sizeof(c.watch_path), "/api/v1/nodes?fieldSelector=metadata.name%%3D%s", c.node);
+	fb_errinfo_init(&ei);
+	kube_opts_init(&ko);
+	ko.kubeconfig = kubeconfig;
+	rc = loop_new(&c.l, &ei);
+	if (rc < 0)
+		goto fail;
+	rc = kube_config_load(&cfg, &ko, &ei);
+	if (rc < 0)
+		goto fail;
+	rc = kube_new(&c.k, &cfg, &ko, &s->log, loop_cancel_fd(c.l), &ei);
+	LOG_V(&s->log, 1, "API server from %s", cfg.source);
+	kube_config_free(&cfg);
+	if (rc < 0)
+		goto fail;
+	kube_backoff_init(&c.bo, ko.backoff_base_ms, ko.backoff_max_ms, (unsigned)getpid());
+	c.desired = desired_labels(&c);
+	if (oneshot) {
+		struct kube_result res;
+
+		if (!c.desired)
+			goto done;
+		rc = kube_request(c.k, "GET", c.path, NULL, NULL, 0, &res, &ei);
+		if (rc < 0)
+			goto fail;
+		if (res.status != 200) {
+			LOG_E(&s->log, "reading node %s: HTTP %d %s %s", c.node, res.status, res.reason, res.message);
+			kube_result_free(&res);
+			goto done;
+		}
+		remember_node(&c, res.body);
+		kube_result_free(&res);
+		ret = reconcile(&c) < 0 ? 1 : 0;
+		goto done;
+	}
+	LOG_I(&s->log, "labelling node %s (resync every %lld s)", c.node, resync_ms / 1000);
+	loop_timer(c.l, 0, ctl_sync, &c);
+	loop_timer(c.l, resync_ms, on_resync, &c);
+	loop_run(c.l);
+	LOG_I(&s->log, "stopping (signal %d)", loop_signal(c.l));
+	ret = 0;
+	goto done;
+fail:
+	fb_errinfo_str(&ei, msg, sizeof(msg));
+	LOG_E(&s->log, "%s", msg);
+done:
+	kube_watch_free(c.w);
+	json_free(c.desired);
+	json_free(c.labels);
+	kube_free(c.k);
+	loop_free(c.l);
+	return ret;
+}
+
 static int usage_error(const char *fmt, const char *arg)
 {
 	fputs("dt-labeller: ", stderr);
@@ -253,7 +602,8 @@ int dt_labeller_main(int argc, char **argv)
 {
 	struct dtl s = { .nnodes = 0 };
 	const char *dtb = NULL, *features = NULL, *prefix = "beta.devicetree.org";
-	const char *host = NULL;
+	const char *host = NULL, *kubeconfig = NULL, *node_name = NULL;
+	long long resync_ms = 600000;
 	struct opt_list nodes = { .n = 0 }, nflags = { .n = 0 };
 	int dry = 0, fflag = 0, oneshot = 0, first, rc, ret = 1;
 	long verbosity = 0;
@@ -278,6 +628,12 @@ int dt_labeller_main(int argc, char **argv)
 		  .help = "label key prefix (default beta.devicetree.org)" },
 		{ .lo = "host-prefix", .kind = OPT_STR, .dst = &host, .arg = "P",
 		  .help = "read host sys/proc at P+\"sys\"... (default /host- if /host-sys exists, else /)" },
+		{ .lo = "kubeconfig", .kind = OPT_STR, .dst = &kubeconfig, .arg = "PATH",
+		  .help = "kubeconfig (default $KUBECONFIG, in-cluster, ~/.kube/config)" },
+		{ .lo = "node-name", .kind = OPT_STR, .dst = &node_name, .arg = "NAME",
+		  .help = "the Node to label (default $NODE_NAME, else the host name)" },
+		{ .lo = "resync", .kind = OPT_DUR, .dst = &resync_ms, .min = 1000, .arg = "DURATION",
+		  .help = "re-read the devicetree and re-assert the labels this often (default 10m)" },
 		{ .lo = "v", .so = 'v', .kind = OPT_INT, .dst = &verbosity, .min = 0, .max = 10,
 		  .arg = "N", .help = "log verbosity" },
 	};
@@ -305,12 +661,7 @@ int dt_labeller_main(int argc, char **argv)
 	pfx[plen] = '\0';
 	if (features && (!*features || features[strlen(features) - 1] == '/'))
 		return usage_error("--features-file '%s' does not name a file", features);
-	if (!dry && !fflag) {
-		fprintf(stderr, "dt-labeller: controller mode (labelling the Node through the API server) "
-			"is not available in this build; use -d or -f\n");
-		return 2;
-	}
-	(void)oneshot; /* -d and -f are one-shot already; it matters for controller mode */
+	/* -d and -f are one-shot already; --oneshot matters for controller mode */
 
 	/* node list: the root is always scanned; then cpu, gpu and the extra names */
 	s.nodes[s.nnodes++] = "cpu";
@@ -330,6 +681,11 @@ int dt_labeller_main(int argc, char **argv)
 	hostfs_init(&h);
 	if (hostfs_setup(&h, host) < 0)
 		return usage_error("--host-prefix is too long%s", "");
+	if (!dry && !fflag) {
+		ret = run_controller(&s, &h, dtb, pfx, kubeconfig, node_name, resync_ms, oneshot);
+		free(s.names);
+		return ret;
+	}
 	rc = compute_labels(&s, &h, dtb);
 	if (rc < 0)
 		goto fail;

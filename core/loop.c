@@ -167,7 +167,8 @@ int loop_run(struct loop *l)
 	struct loop_fd snap[LOOP_MAX_FDS];
 
 	l->stop = 0;
-	while (!l->stop) {
+	/* a callback may have consumed the signal through loop_signal() */
+	while (!l->stop && !l->signo) {
 		int timeout = run_timers(l), n, nsnap;
 
 		if (l->stop)
@@ -199,5 +200,5 @@ int loop_run(struct loop *l)
 				snap[i].fn(snap[i].ctx, snap[i].fd, pfd[i + 1].revents);
 		}
 	}
-	return l->code;
+	return l->signo ? 0 : l->code;
 }

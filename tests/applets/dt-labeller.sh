@@ -189,8 +189,9 @@ testing "unknown option: exit 2" "$FB dt-labeller --bogus 2>&1 | head -1; $FB dt
 	"dt-labeller: unknown option --bogus\n2\n"
 testing "bad --prefix: exit 2" "$FB dt-labeller -d --prefix 'Not_A_Domain' --dtb $D/rpi4.dtb 2>/dev/null; echo \$?" "2\n"
 testing "-v out of range: exit 2" "$FB dt-labeller -d -v 99 2>/dev/null; echo \$?" "2\n"
-testing "controller mode is not in this build: exit 2 with a reason" \
-	"$FB dt-labeller --dtb $D/rpi4.dtb 2>&1 | grep -c 'controller mode'; $FB dt-labeller --dtb $D/rpi4.dtb 2>/dev/null; echo \$?" "1\n2\n"
+testing "controller mode without any API configuration: exit 1 saying what to do" \
+	"env -u KUBECONFIG -u KUBERNETES_SERVICE_HOST HOME=$W/nohome $FB dt-labeller --dtb $D/rpi4.dtb 2>&1 | grep -c 'no configuration: give --kubeconfig'; env -u KUBECONFIG -u KUBERNETES_SERVICE_HOST HOME=$W/nohome $FB dt-labeller --dtb $D/rpi4.dtb 2>/dev/null; echo \$?" "1\n1\n"
+testing "--resync below a second: exit 2" "$FB dt-labeller --resync 10ms 2>/dev/null; echo \$?" "2\n"
 testing "--help: usage and options, exit 0" \
 	"$FB dt-labeller --help | grep -cE '^Usage: dt-labeller|--features-file\\[=PATH\\]|--host-prefix'; echo \$?" "3\n0\n"
 testing "-help (Go style) works too" "$FB dt-labeller -help | head -1" "Usage: dt-labeller [OPTIONS] [-n NODE [NODE...]]\n"

@@ -88,6 +88,7 @@ int main(void)
 		T_OK("cancel fd readable or signal recorded", loop_signal(s.l) == SIGTERM || poll(&pfd, 1, 0) == 1, "no");
 	}
 	T_OK("promptly", loop_now_ms() - t0 < 1000, "%lld ms", loop_now_ms() - t0);
+	T_INT("a signal already taken by a callback keeps the loop stopped", loop_run(s.l), 0);
 	for (int i = 0; i < LOOP_MAX_TIMERS; i++)
 		loop_timer(s.l, 100000, never, &s);
 	T_INT("timer table full", loop_timer(s.l, 1, never, &s), -FB_E2BIG);
