@@ -1014,13 +1014,13 @@ static void test_tls(struct loop *l)
 		printf("FAIL: http: tls (mkdtemp)\n");
 		return;
 	}
-	snprintf(cmd, sizeof(cmd), "%s/tests/http/tls-pki.sh %s", top ? top : ".", dir);
+	snprintf(cmd, sizeof(cmd), "%s/tests/tls/mkpki.sh %s", top ? top : ".", dir);
 	if (system("command -v openssl >/dev/null") != 0) {
 		printf("SKIP: http: tls against openssl s_server (no openssl CLI)\n");
 		return;
 	}
 	if (system(cmd) != 0) {
-		printf("FAIL: http: tls (tls-pki.sh failed)\n");
+		printf("FAIL: http: tls (tests/tls/mkpki.sh failed)\n");
 		return;
 	}
 	/* a port that was free a moment ago */
@@ -1039,8 +1039,8 @@ static void test_tls(struct loop *l)
 		sigemptyset(&all_open);
 		sigprocmask(SIG_SETMASK, &all_open, NULL);
 
-		snprintf(cert, sizeof(cert), "%s/srv.pem", dir);
-		snprintf(key, sizeof(key), "%s/srv.key", dir);
+		snprintf(cert, sizeof(cert), "%s/srv-ec.pem", dir);
+		snprintf(key, sizeof(key), "%s/srv-ec.key", dir);
 		dup2(dn, 0);
 		dup2(dn, 1);
 		dup2(dn, 2);
@@ -1053,7 +1053,7 @@ static void test_tls(struct loop *l)
 	o.ca_pem = ca;
 	o.ca_len = len;
 	rc = tls_config_new(&cfg, &o, &ei);
-	snprintf(path, sizeof(path), "%s/other-ca.pem", dir);
+	snprintf(path, sizeof(path), "%s/ca2.pem", dir);
 	other = slurp(path, &len);
 	o.ca_pem = other;
 	o.ca_len = len;
