@@ -289,9 +289,7 @@ static int json_check(struct jchk *k)
 	}
 }
 
-/* Line and column (1-based; columns count UTF-8 characters, as editors do) of
- * b[off]. */
-static void line_col(const char *b, size_t off, int *line, int *col)
+void json_line_col_(const char *b, size_t off, int *line, int *col)
 {
 	int l = 1, c = 1;
 
@@ -325,7 +323,7 @@ struct json *json_parse(const char *buf, size_t len, const char *what, struct fb
 	k.len = len;
 	rc = json_check(&k);
 	if (rc < 0) {
-		line_col(buf, k.at, &line, &col);
+		json_line_col_(buf, k.at, &line, &col);
 		snprintf(detail, sizeof(detail), "line %d column %d: %s", line, col, k.why);
 		fb_errinfo_set(ei, -rc, 0, what, detail);
 		return NULL;

@@ -74,4 +74,8 @@ int json_equal(const struct json *a, const struct json *b);
  * (may be NULL) gets its length. NULL on allocation failure. */
 char *json_print(const struct json *j, size_t *len);
 
+/* Internal, shared with core/yaml: the 1-based line and column of b[off]
+ * (columns count UTF-8 characters, as editors do). */
+void json_line_col_(const char *b, size_t off, int *line, int *col);
+
 #endif

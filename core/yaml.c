@@ -55,22 +55,6 @@ enum stop { S_EOL, S_COLON, S_COMMENT, S_FLOW };
 
 /* ---- errors ------------------------------------------------------------ */
 
-static void line_col(const char *b, size_t off, int *line, int *col)
-{
-	int l = 1, c = 1;
-
-	for (size_t i = 0; i < off; i++) {
-		if (b[i] == '\n') {
-			l++;
-			c = 1;
-		} else if (((unsigned char)b[i] & 0xC0) != 0x80) {
-			c++;
-		}
-	}
-	*line = l;
-	*col = c;
-}
-
 static int yfail(struct yp *P, size_t off, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
@@ -80,7 +64,7 @@ static int yfail(struct yp *P, size_t off, int code, const char *fmt, ...)
 	int line, col, n;
 	va_list ap;
 
-	line_col(P->b, off, &line, &col);
+	json_line_col_(P->b, off, &line, &col);
 	n = snprintf(detail, sizeof(detail), "line %d column %d: ", line, col);
 	va_start(ap, fmt);
 	vsnprintf(detail + n, sizeof(detail) - (size_t)n, fmt, ap);
@@ -1158,6 +1142,8 @@ static int parse_doc(struct yp *P, const char *buf, size_t len, struct json **ou
 	int ind, rc, seen = 0;
 
 	*out = NULL;
+	if (len == 0)
+		buf = ""; /* an empty file may come as NULL; memchr must not see it */
 	if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0) {
 		buf += 3;
 		len -= 3;
@@ -1251,6 +1237,6 @@ int yaml_locate(const char *buf, size_t len, int *line, int *col, ...)
 	}
 	if (!P.hit)
 		return -FB_ENOENT;
-	line_col(P.b, P.found, line, col);
+	json_line_col_(P.b, P.found, line, col);
 	return 0;
 }

@@ -194,6 +194,12 @@ static void test_errors(void)
 		     ei.detail, bad[i].code, bad[i].detail);
 		json_free(j);
 	}
+	{
+		struct fb_errinfo ei;
+
+		T_OK("NULL, 0 is an empty document", !json_parse(NULL, 0, "body", &ei) &&
+				strcmp(ei.detail, "line 1 column 1: empty document") == 0, "%s", ei.detail);
+	}
 	/* the body is not NUL-terminated: a parse must not read past len */
 	{
 		char *buf = malloc(7);

@@ -436,6 +436,12 @@ static void test_refused(void)
 		json_free(j);
 	}
 	T_OK("refused without an errinfo", !yaml_parse("a: *x", 5, "x", NULL), "parsed");
+	{
+		struct json *j = yaml_parse(NULL, 0, "empty", NULL);
+
+		T_OK("NULL, 0 is an empty document", json_type(j) == JSON_NULL, "type %d", json_type(j));
+		json_free(j);
+	}
 }
 
 /* n nested collections of one kind: the message for n past the limit */
