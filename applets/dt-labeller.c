@@ -264,6 +264,7 @@ struct ctl {
 	struct json *labels;    /* the Node's labels as last seen, owned; NULL while unknown */
 	char rv[64];            /* the Node's resourceVersion as last seen */
 	char path[512], watch_path[600];
+	long long watch_start_ms;
 	struct kube_backoff bo;
 	long long resync_ms;
 	int retry_timer;
@@ -378,13 +379,19 @@ nomem:
 
 static void ctl_sync(void *ctx);
 
+/* One timer for every retry, so waits never pile up. */
+static void schedule(struct ctl *c, long long wait, loop_timer_fn fn)
+{
+	loop_timer_cancel(c->l, c->retry_timer);
+	c->retry_timer = loop_timer(c->l, wait, fn, c);
+}
+
 static void schedule_retry(struct ctl *c, const char *why)
 {
 	long long wait = kube_backoff_next(&c->bo);
 
 	LOG_W(&c->s->log, "%s; trying again in %lld ms", why, wait);
-	loop_timer_cancel(c->l, c->retry_timer);
-	c->retry_timer = loop_timer(c->l, wait, ctl_sync, c);
+	schedule(c, wait, ctl_sync);
 }
 
 static void on_event(void *ctx, const char *type, const struct json *object)
@@ -398,6 +405,8 @@ static void on_event(void *ctx, const char *type, const struct json *object)
 		return;
 	}
 	remember_node(c, object);
+	if (c->retry_timer) /* backing off: the pending retry reconciles */
+		return;
 	if (reconcile(c) < 0 && !loop_signal(c->l))
 		schedule_retry(c, "patching the node failed");
 }
@@ -406,12 +415,18 @@ static void start_watch(struct ctl *c);
 
 static void rewatch(void *ctx)
 {
-	start_watch(ctx);
+	struct ctl *c = ctx;
+
+	c->retry_timer = 0;
+	start_watch(c);
 }
 
+/* A stream that lived a while earns a fresh backoff; one that ended at once
+ * (a proxy closing it, a server in trouble) makes the next attempt wait. */
 static void on_end(void *ctx, enum kube_watch_end why, const struct fb_errinfo *ei)
 {
 	struct ctl *c = ctx;
+	long long lived = loop_now_ms() - c->watch_start_ms;
 	char msg[1200];
 
 	if (c->w && kube_watch_rv(c->w)[0])
@@ -420,19 +435,24 @@ static void on_end(void *ctx, enum kube_watch_end why, const struct fb_errinfo *
 	c->w = NULL;
 	if (loop_signal(c->l))
 		return;
+	if (lived >= 30000)
+		kube_backoff_reset(&c->bo);
 	switch (why) {
 	case KUBE_WATCH_CLOSED: /* the usual timeoutSeconds end: carry on from where it was */
-		LOG_V(&c->s->log, 2, "watch of node %s ended; re-watching from %s", c->node, c->rv);
-		loop_timer(c->l, 0, rewatch, c);
+		LOG_V(&c->s->log, 2, "watch of node %s ended after %lld ms; re-watching from %s", c->node,
+		      lived, c->rv);
+		schedule(c, lived < 10000 ? kube_backoff_next(&c->bo) : 0, rewatch);
 		break;
 	case KUBE_WATCH_EXPIRED:
-		LOG_I(&c->s->log, "watch of node %s expired; reading it again", c->node);
-		loop_timer(c->l, 0, ctl_sync, c);
+		LOG_I(&c->s->log, "watch of node %s expired; listing it again", c->node);
+		c->rv[0] = '\0';
+		schedule(c, lived < 10000 ? kube_backoff_next(&c->bo) : 0, ctl_sync);
 		break;
 	case KUBE_WATCH_FAILED:
 		snprintf(msg, sizeof(msg), "watch of node %s failed: ", c->node);
 		if (ei)
 			fb_errinfo_str(ei, msg + strlen(msg), sizeof(msg) - strlen(msg));
+		c->rv[0] = '\0';
 		schedule_retry(c, msg);
 		break;
 	}
@@ -447,6 +467,7 @@ static void start_watch(struct ctl *c)
 	if (c->w)
 		return;
 	fb_errinfo_init(&ei);
+	c->watch_start_ms = loop_now_ms();
 	rc = kube_watch_start(&c->w, c->k, c->l, c->watch_path, c->rv, on_event, on_end, c, &ei);
 	if (rc < 0 && rc != -FB_ECANCELED) {
 		snprintf(msg, sizeof(msg), "watching node %s: ", c->node);
@@ -455,18 +476,23 @@ static void start_watch(struct ctl *c)
 	}
 }
 
-/* Reads the Node, patches what differs, and watches it from there. */
+/* Lists the Node (a field-selected list, so the watch starts from the list's
+ * current resourceVersion, not from the node's possibly ancient one), patches
+ * what differs, and watches from there. */
 static void ctl_sync(void *ctx)
 {
 	struct ctl *c = ctx;
-	struct kube_result res;
+	struct json *items = NULL;
 	struct fb_errinfo ei;
-	char msg[1200];
+	char msg[1200], rv[64];
 	int rc;
 
+	loop_timer_cancel(c->l, c->retry_timer);
 	c->retry_timer = 0;
+	kube_watch_free(c->w); /* a resync may find one still open */
+	c->w = NULL;
 	fb_errinfo_init(&ei);
-	rc = kube_request(c->k, "GET", c->path, NULL, NULL, 0, &res, &ei);
+	rc = kube_list(c->k, c->watch_path, &items, rv, sizeof(rv), &ei);
 	if (rc == -FB_ECANCELED)
 		return;
 	if (rc < 0) {
@@ -475,43 +501,48 @@ static void ctl_sync(void *ctx)
 		schedule_retry(c, msg);
 		return;
 	}
-	if (res.status != 200) {
-		snprintf(msg, sizeof(msg), "reading node %s: HTTP %d %s %s", c->node, res.status,
-			 res.reason, res.message);
-		kube_result_free(&res);
+	if (json_count(items) != 1) {
+		json_free(items);
+		snprintf(msg, sizeof(msg), "node %s not found", c->node);
 		schedule_retry(c, msg);
 		return;
 	}
-	remember_node(c, res.body);
-	kube_result_free(&res);
+	remember_node(c, json_at(items, 0));
+	json_free(items);
+	snprintf(c->rv, sizeof(c->rv), "%s", rv);
 	if (reconcile(c) < 0) {
 		if (!loop_signal(c->l))
 			schedule_retry(c, "patching the node failed");
 		return;
 	}
-	kube_backoff_reset(&c->bo);
 	start_watch(c);
 }
 
+/* Re-reads the devicetree and re-asserts. Against the watched copy of the
+ * node while the watch shows signs of life; a silent watch may sit on a dead
+ * link, so then the node is read again. */
 static void on_resync(void *ctx)
 {
 	struct ctl *c = ctx;
 	struct json *d = desired_labels(c);
 
+	loop_timer(c->l, c->resync_ms, on_resync, c);
 	if (d) {
 		json_free(c->desired);
 		c->desired = d;
 	}
-	if (!c->labels)
+	if (c->retry_timer) /* backing off: the pending retry does the work */
+		return;
+	if (!c->labels || !c->w || loop_now_ms() - kube_watch_last_ms(c->w) > c->resync_ms)
 		ctl_sync(c);
 	else if (reconcile(c) < 0 && !loop_signal(c->l))
 		schedule_retry(c, "patching the node failed");
-	loop_timer(c->l, c->resync_ms, on_resync, c);
 }
 
 /* Controller mode and --oneshot labelling. Returns the exit status. */
 static int run_controller(struct dtl *s, const struct hostfs *h, const char *dtb, const char *prefix,
-			  const char *kubeconfig, const char *node, long long resync_ms, int oneshot)
+			  const char *kubeconfig, const char *node, long long resync_ms, int oneshot,
+			  long qps, long burst)
 {
 	struct kube_opts ko;
 	struct kube_config cfg;
@@ -529,6 +560,10 @@ static int run_controller(struct dtl *s, const struct hostfs *h, const char *dtb
 			return 2;
 		}
 		hostname[sizeof(hostname) - 1] = '\0';
+		/* kubelet registers the lower-cased host name */
+		for (char *p = hostname; *p; p++)
+			if (*p >= 'A' && *p <= 'Z')
+				*p = (char)(*p - 'A' + 'a');
 		c.node = hostname;
 	}
 	if (!labels_valid_prefix(c.node, strlen(c.node))) {
@@ -540,6 +575,8 @@ static int run_controller(struct dtl *s, const struct hostfs *h, const char *dtb
 	fb_errinfo_init(&ei);
 	kube_opts_init(&ko);
 	ko.kubeconfig = kubeconfig;
+	ko.qps = (double)qps;
+	ko.burst = (int)burst;
 	rc = loop_new(&c.l, &ei);
 	if (rc < 0)
 		goto fail;
@@ -604,6 +641,7 @@ int dt_labeller_main(int argc, char **argv)
 	const char *dtb = NULL, *features = NULL, *prefix = "beta.devicetree.org";
 	const char *host = NULL, *kubeconfig = NULL, *node_name = NULL;
 	long long resync_ms = 600000;
+	long qps = 5, burst = 10;
 	struct opt_list nodes = { .n = 0 }, nflags = { .n = 0 };
 	int dry = 0, fflag = 0, oneshot = 0, first, rc, ret = 1;
 	long verbosity = 0;
@@ -634,6 +672,10 @@ int dt_labeller_main(int argc, char **argv)
 		  .help = "the Node to label (default $NODE_NAME, else the host name)" },
 		{ .lo = "resync", .kind = OPT_DUR, .dst = &resync_ms, .min = 1000, .arg = "DURATION",
 		  .help = "re-read the devicetree and re-assert the labels this often (default 10m)" },
+		{ .lo = "kube-api-qps", .kind = OPT_INT, .dst = &qps, .min = 1, .max = 1000, .arg = "N",
+		  .help = "API requests per second at most (default 5)" },
+		{ .lo = "kube-api-burst", .kind = OPT_INT, .dst = &burst, .min = 1, .max = 1000, .arg = "N",
+		  .help = "API request burst (default 10)" },
 		{ .lo = "v", .so = 'v', .kind = OPT_INT, .dst = &verbosity, .min = 0, .max = 10,
 		  .arg = "N", .help = "log verbosity" },
 	};
@@ -682,7 +724,7 @@ int dt_labeller_main(int argc, char **argv)
 	if (hostfs_setup(&h, host) < 0)
 		return usage_error("--host-prefix is too long%s", "");
 	if (!dry && !fflag) {
-		ret = run_controller(&s, &h, dtb, pfx, kubeconfig, node_name, resync_ms, oneshot);
+		ret = run_controller(&s, &h, dtb, pfx, kubeconfig, node_name, resync_ms, oneshot, qps, burst);
 		free(s.names);
 		return ret;
 	}

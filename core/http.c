@@ -978,6 +978,17 @@ static const char *const reserved[] = { "Host", "Content-Length", "Connection", 
 
 /* Validates req and renders head and body into one buffer (one write, no
  * Nagle interplay). The detail never quotes a header, which may be a token. */
+/* The request head carries the bearer token: clear it before the heap
+ * gets it back. */
+static void free_wiped(char *p, size_t len)
+{
+	if (!p)
+		return;
+	for (volatile char *v = p; len--; v++)
+		*v = 0;
+	free(p);
+}
+
 static int build_request(const struct http_conn *c, const struct http_req *req, char **out,
 			 size_t *out_len, struct fb_errinfo *ei)
 {
@@ -1097,7 +1108,7 @@ int http_request(struct http_conn *c, const struct http_req *req, struct http_re
 	if ((rc = build_request(c, req, &msg, &len, ei)) < 0)
 		return rc;
 	if (is_cancelled(c->cancel_fd)) {
-		free(msg);
+		free_wiped(msg, len);
 		return fb_errinfo_set(ei, FB_ECANCELED, 0, c->what, NULL);
 	}
 	for (int attempt = 0;; attempt++) {
@@ -1129,7 +1140,7 @@ int http_request(struct http_conn *c, const struct http_req *req, struct http_re
 	}
 	if (rc < 0 || extra || !http_resp_keep_alive(resp))
 		sock_close(&c->s);
-	free(msg);
+	free_wiped(msg, len);
 	return rc;
 }
 
@@ -1157,7 +1168,7 @@ int http_stream_open(struct http_stream **out, struct http_conn *c, const struct
 	if ((rc = build_request(c, req, &msg, &len, ei)) < 0)
 		return rc;
 	if (!(s = calloc(1, sizeof(*s)))) {
-		free(msg);
+		free_wiped(msg, len);
 		return fb_errinfo_set(ei, FB_ENOMEM, ENOMEM, c->what, NULL);
 	}
 	memcpy(s->what, c->what, sizeof(s->what));
@@ -1213,11 +1224,11 @@ int http_stream_open(struct http_stream **out, struct http_conn *c, const struct
 	} else if (http_resp_done(&s->resp)) {
 		s->end = 1;
 	}
-	free(msg);
+	free_wiped(msg, len);
 	*out = s;
 	return 0;
 fail:
-	free(msg);
+	free_wiped(msg, len);
 	http_stream_free(s);
 	return rc;
 }

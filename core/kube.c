@@ -580,6 +580,11 @@ struct kube_watch {
 	void *ctx;
 	char rv[64];
 	int watching;            /* fd registered with the loop */
+	int deadline_timer;      /* fails a stream the server forgot to end */
+	int end_timer;           /* a failed open is reported from the loop */
+	long long last_ms;       /* when the stream last delivered an event or bookmark */
+	enum kube_watch_end why; /* for end_timer */
+	struct fb_errinfo ei;    /* for end_timer */
 };
 
 void kube_result_free(struct kube_result *r)
@@ -634,6 +639,10 @@ static int token_refresh(struct kube *k, int force, struct fb_errinfo *ei)
 	len = (size_t)n;
 	while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' '))
 		buf[--len] = '\0';
+	if (len == 0 && k->token) { /* caught mid-rotation: keep what we had */
+		free(buf);
+		return 0;
+	}
 	wipe_free(k->token);
 	k->token = buf;
 	k->token_read_ms = loop_now_ms();
@@ -690,6 +699,8 @@ int kube_new(struct kube **out, const struct kube_config *cfg, const struct kube
 	ep.tls = k->tls;
 	ep.server_name = k->cfg.server_name[0] ? k->cfg.server_name : NULL;
 	ep.cancel_fd = cancel_fd;
+	/* a watch on a link that died silently is noticed in about a minute */
+	ep.tcp_keepalive_s = 30;
 	rc = http_conn_new(&k->conn, &ep, ei);
 	if (rc < 0)
 		goto fail;
@@ -785,7 +796,8 @@ int kube_request(struct kube *k, const char *method, const char *path, const cha
 	const char *hdr[6];
 	struct http_resp resp;
 	int attempt, rc = 0, reauthed = 0;
-	int post = strcmp(method, "POST") == 0;
+	/* not idempotent: never resent once the server may have applied it */
+	int unsafe = strcmp(method, "POST") == 0 || strcmp(method, "PATCH") == 0;
 
 	memset(res, 0, sizeof(*res));
 	http_resp_init(&resp, strcmp(method, "HEAD") == 0, 0);
@@ -808,8 +820,11 @@ int kube_request(struct kube *k, const char *method, const char *path, const cha
 			goto canceled;
 		if (rc < 0) {
 			/* a TLS verification failure or a malformed request will not heal */
-			if (rc == -FB_ETLS || rc == -FB_EINVAL || rc == -FB_ENOMEM ||
-			    (post && resp.req_sent))
+			/* a TLS verification failure, a malformed request or an
+			 * oversized answer will not heal; a POST or PATCH that reached
+			 * the server may have been applied */
+			if (rc == -FB_ETLS || rc == -FB_EINVAL || rc == -FB_ENOMEM || rc == -FB_E2BIG ||
+			    (unsafe && resp.req_sent) || attempt == k->opts.max_attempts)
 				goto out;
 			wait = kube_backoff_next(&k->backoff);
 			LOG_W(k->log, "%s %s: %s; retrying in %lld ms (attempt %d of %d)", method, path,
@@ -821,7 +836,10 @@ int kube_request(struct kube *k, const char *method, const char *path, const cha
 			LOG_W(k->log, "%s %s: 401 Unauthorized; re-read the token file and retrying", method, path);
 			attempt--;
 			continue;
-		} else if (retryable_status(resp.status) && attempt < k->opts.max_attempts) {
+		} else if (attempt < k->opts.max_attempts &&
+			   (unsafe ? resp.status == 429 || resp.status == 503 : retryable_status(resp.status))) {
+			/* a 500/502/504 may come after a POST/PATCH was applied; 429
+			 * and 503 say it was not */
 			long ra = http_resp_retry_after(&resp);
 
 			wait = kube_backoff_next(&k->backoff);
@@ -832,8 +850,7 @@ int kube_request(struct kube *k, const char *method, const char *path, const cha
 		} else {
 			break;
 		}
-		if (attempt == k->opts.max_attempts)
-			break;
+
 		if (wait_ms(k, wait) < 0)
 			goto canceled;
 	}
@@ -955,9 +972,31 @@ static void watch_finish(struct kube_watch *w, enum kube_watch_end why, const st
 		loop_unwatch(w->loop, http_stream_fd(w->s));
 		w->watching = 0;
 	}
+	loop_timer_cancel(w->loop, w->deadline_timer);
+	w->deadline_timer = 0;
 	http_stream_free(w->s);
 	w->s = NULL;
 	w->end(w->ctx, why, ei); /* may free w */
+}
+
+static void watch_end_later(void *ctx)
+{
+	struct kube_watch *w = ctx;
+
+	w->end_timer = 0;
+	watch_finish(w, w->why, &w->ei);
+}
+
+/* The server promised to end the stream after timeoutSeconds; a stream still
+ * open well after that sits on a dead link or a stuck proxy. */
+static void watch_deadline(void *ctx)
+{
+	struct kube_watch *w = ctx;
+	struct fb_errinfo ei;
+
+	w->deadline_timer = 0;
+	fb_errinfo_set(&ei, FB_ETIMEDOUT, 0, "watch", "the stream outlived its timeoutSeconds");
+	watch_finish(w, KUBE_WATCH_FAILED, &ei);
 }
 
 static int watch_event(void *ctx, const char *type, struct json *object)
@@ -973,6 +1012,7 @@ static int watch_event(void *ctx, const char *type, struct json *object)
 	}
 	if (rv)
 		snprintf(w->rv, sizeof(w->rv), "%s", rv);
+	w->last_ms = loop_now_ms();
 	if (strcmp(type, "BOOKMARK") == 0)
 		return 0;
 	w->event(w->ctx, type, object);
@@ -1031,7 +1071,7 @@ int kube_watch_start(struct kube_watch **out, struct kube *k, struct loop *l, co
 	struct http_req req = { .method = "GET", .headers = hdr, .timeout_ms = k->opts.timeout_ms,
 				.body_max = 1 << 20 };
 	long long bucket;
-	int rc;
+	int rc, timeout_s;
 
 	*out = NULL;
 	if (!w)
@@ -1044,9 +1084,9 @@ int kube_watch_start(struct kube_watch **out, struct kube *k, struct loop *l, co
 	snprintf(w->rv, sizeof(w->rv), "%s", rv ? rv : "");
 	kube_framer_init(&w->framer, WATCH_EVENT_MAX);
 	/* spread re-watches of a fleet over time, as client-go does */
+	timeout_s = 300 + (int)((unsigned)loop_now_ms() % 301);
 	snprintf(target, sizeof(target), "%s%swatch=1&allowWatchBookmarks=true&timeoutSeconds=%d%s%s",
-		 path, strchr(path, '?') ? "&" : "?", 300 + (int)((unsigned)loop_now_ms() % 301),
-		 w->rv[0] ? "&resourceVersion=" : "", w->rv);
+		 path, strchr(path, '?') ? "&" : "?", timeout_s, w->rv[0] ? "&resourceVersion=" : "", w->rv);
 	req.target = target;
 	while ((bucket = kube_bucket_take(&k->bucket, loop_now_ms())) > 0)
 		if (wait_ms(k, bucket) < 0) {
@@ -1073,11 +1113,15 @@ int kube_watch_start(struct kube_watch **out, struct kube *k, struct loop *l, co
 		decode_status(&res);
 		if (head->status == 401)
 			token_refresh(k, 1, NULL);
-		status_error("GET", path, &res, ei);
+		status_error("GET", path, &res, &w->ei);
 		kube_result_free(&res);
-		watch_finish(w, head->status == 410 ? KUBE_WATCH_EXPIRED : KUBE_WATCH_FAILED, ei);
+		/* reported from the loop, so the caller holds *out before end runs */
+		w->why = head->status == 410 ? KUBE_WATCH_EXPIRED : KUBE_WATCH_FAILED;
+		w->end_timer = loop_timer(l, 0, watch_end_later, w);
 		return 0;
 	}
+	w->last_ms = loop_now_ms();
+	w->deadline_timer = loop_timer(l, (timeout_s + 30) * 1000LL, watch_deadline, w);
 	rc = loop_watch(l, http_stream_fd(w->s), http_stream_events(w->s), watch_readable, w);
 	if (rc < 0) {
 		*out = NULL;
@@ -1095,10 +1139,17 @@ const char *kube_watch_rv(const struct kube_watch *w)
 	return w->rv;
 }
 
+long long kube_watch_last_ms(const struct kube_watch *w)
+{
+	return w->last_ms;
+}
+
 void kube_watch_free(struct kube_watch *w)
 {
 	if (!w)
 		return;
+	loop_timer_cancel(w->loop, w->deadline_timer);
+	loop_timer_cancel(w->loop, w->end_timer);
 	if (w->watching)
 		loop_unwatch(w->loop, http_stream_fd(w->s));
 	http_stream_free(w->s);

@@ -160,13 +160,17 @@ typedef void (*kube_watch_end_fn)(void *ctx, enum kube_watch_end why, const stru
 /* Starts watching path (a collection, query such as a fieldSelector allowed)
  * from resourceVersion rv, with bookmarks and a random 5-10 minute
  * timeoutSeconds, inside loop l. Blocks only until the response headers are
- * in. A non-200 answer is reported through end (410 as EXPIRED) before this
- * returns 0. Errors: transport errors of the open, -FB_ENOMEM. */
+ * in. A non-200 answer is reported through end (410 as EXPIRED) from the loop
+ * after this returned 0; a stream still open 30 s past its timeoutSeconds is
+ * ended as FAILED. The event callback must not free the watch (end may).
+ * Errors: transport errors of the open, -FB_ENOMEM. */
 int kube_watch_start(struct kube_watch **out, struct kube *k, struct loop *l, const char *path,
 		     const char *rv, kube_watch_event_fn event, kube_watch_end_fn end, void *ctx,
 		     struct fb_errinfo *ei);
 /* The newest resourceVersion seen (events and bookmarks). Borrowed. */
 const char *kube_watch_rv(const struct kube_watch *w);
+/* loop_now_ms() of the last event or bookmark (or of the open). */
+long long kube_watch_last_ms(const struct kube_watch *w);
 /* Stops (if running) and frees; safe with NULL. */
 void kube_watch_free(struct kube_watch *w);
 

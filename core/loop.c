@@ -128,12 +128,16 @@ int loop_cancel_fd(const struct loop *l)
 	return l->sfd;
 }
 
+/* The signal is never read off the signalfd: it stays pending (blocked), so
+ * the fd stays readable and every blocking call polling it is cancelled, not
+ * only the first. sigpending says which one it is. */
 int loop_signal(struct loop *l)
 {
-	struct signalfd_siginfo si;
+	sigset_t set;
 
-	if (!l->signo && read(l->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-		l->signo = (int)si.ssi_signo;
+	if (!l->signo && sigpending(&set) == 0)
+		l->signo = sigismember(&set, SIGTERM) == 1 ? SIGTERM
+			 : sigismember(&set, SIGINT) == 1 ? SIGINT : 0;
 	return l->signo;
 }
 
@@ -148,6 +152,8 @@ static int run_timers(struct loop *l)
 		if (!t.id)
 			continue;
 		if (t.due <= now) {
+			if (loop_signal(l)) /* stopping: run nothing more */
+				return 0;
 			l->timers[i].id = 0; /* free first: fn may add timers */
 			t.fn(t.ctx);
 			now = loop_now_ms();

@@ -36,10 +36,11 @@ void loop_timer_cancel(struct loop *l, int id);
  * loop_stop, or 0 after a signal. */
 int loop_run(struct loop *l);
 void loop_stop(struct loop *l, int code);
-/* The signal that stopped the loop (SIGTERM/SIGINT), 0 if none yet. A
- * blocking call that saw loop_cancel_fd() readable should check this. */
+/* The signal that stopped (or is stopping) the loop, SIGTERM or SIGINT, 0
+ * if none yet. Cheap enough to ask often; never consumes the signal. */
 int loop_signal(struct loop *l);
-/* Readable once SIGTERM/SIGINT is pending; never read it yourself. */
+/* Readable from the moment SIGTERM/SIGINT arrives until exit (the signal
+ * stays pending): blocking calls poll it to give up. Never read it. */
 int loop_cancel_fd(const struct loop *l);
 
 /* Monotonic milliseconds. */

@@ -58,6 +58,19 @@ sleep 1
 k8s_ctl clear-log
 sleep 3
 testing "steady state: no API request besides the open watch" "k8s_ctl count '*' '^/api/' --no-watch" "0\n"
+testing "steady state: and no new watch either" "k8s_ctl count '*' '^/api/' --watch" "0\n"
+
+# The server forgets its history (an apiserver restart): one relist, one new
+# watch, no storm of 410s.
+k8s_ctl reset-history --keep-watches >/dev/null
+k8s_ctl drop-watches --end >/dev/null
+sleep 0.5
+k8s_ctl clear-log
+sleep 3
+testing "after a history reset: a bounded number of requests, not a storm" \
+	"k8s_ctl count '*' '^/api/' | awk '{ print (\$1 <= 4) }'" "1\n"
+set_labels '{"keep":"me"}'
+check "after a history reset the controller still re-asserts" wait_for 10 has "$K/raspberrypi-4-model-b=1"
 
 # Token rotation while running: the old token is revoked at once.
 old=$(cat "$S/tokens/node1")
@@ -77,7 +90,11 @@ set_labels '{"keep":"me"}'
 check "API back: labels converge again" wait_for 40 has "$K/raspberrypi-4-model-b=1"
 check "and the process never exited" kill -0 $cpid
 
-# SIGTERM: a clean exit within 2 s.
+# SIGTERM while the API is failing and the controller is backing off and
+# retrying: still a clean exit within 2 s.
+k8s_ctl fault --method PATCH --path '^/api/v1/nodes/node1$' --count -1 --close >/dev/null
+set_labels '{"keep":"me"}'
+sleep 2.5
 t0=$(date +%s%N)
 kill -TERM $cpid
 wait $cpid

@@ -94,9 +94,9 @@ k8s_ctl clear-log
 k8s_ctl fault --method GET --path "^$P\$" --count 1 --close >/dev/null
 testing "connection closed mid-body: retried" "$KT --kubeconfig $D/kubeconfig-admin request GET $P 2>/dev/null | head -1; k8s_ctl count GET '^$P\$'" "200 \n2\n"
 k8s_ctl clear-log
-k8s_ctl fault --method GET --path "^$P\$" --count 1 --delay 3000 >/dev/null
+k8s_ctl fault --method GET --path "^$P\$" --count 1 --delay 8000 >/dev/null
 testing "slow server: the attempt times out and the next one is served" \
-	"$KT --kubeconfig $D/kubeconfig-admin --timeout-ms 1000 request GET $P 2>/dev/null | head -1; k8s_ctl count GET '^$P\$'" "200 \n2\n"
+	"$KT --kubeconfig $D/kubeconfig-admin --timeout-ms 3000 request GET $P 2>/dev/null | head -1; k8s_ctl count GET '^$P\$'" "200 \n2\n"
 k8s_ctl clear-log
 k8s_ctl fault --method POST --path '^/api/v1/namespaces/default/configmaps$' --count 1 --close >/dev/null
 testing "POST cut off after it was sent: not resent blindly" \
@@ -117,6 +117,19 @@ k8s_ctl fault --method GET --path '^/api/v1/namespaces/default/configmaps$' --qu
 testing "expired continue token: the list starts over and completes" \
 	"$KT --kubeconfig $D/kubeconfig-admin --page 3 list /api/v1/namespaces/default/configmaps | head -1; k8s_ctl count GET '^/api/v1/namespaces/default/configmaps\$' --status 410" "items 8\n1\n"
 k8s_ctl clear-faults
+k8s_ctl clear-log
+k8s_ctl fault --method PATCH --path "^$P\$" --count 1 --close >/dev/null
+testing "PATCH cut off after it was sent: not resent either" \
+	"$KT --kubeconfig $D/kubeconfig-admin request PATCH $P application/merge-patch+json '{\"metadata\":{\"labels\":{\"p\":\"1\"}}}' >/dev/null 2>&1; echo \$?; k8s_ctl count PATCH '^$P\$'" "1\n1\n"
+k8s_ctl clear-log
+k8s_ctl fault --method PATCH --path "^$P\$" --count 1 --status 500 >/dev/null
+testing "PATCH answered 500: not resent (it may have been applied)" \
+	"$KT --kubeconfig $D/kubeconfig-admin request PATCH $P application/merge-patch+json '{\"metadata\":{\"labels\":{\"p\":\"2\"}}}' 2>/dev/null | head -1; k8s_ctl count PATCH '^$P\$'" "500 InternalError\n1\n"
+k8s_ctl clear-log
+k8s_ctl fault --method PATCH --path "^$P\$" --count 1 --status 503 >/dev/null
+testing "PATCH answered 503: retried (it was not applied)" \
+	"$KT --kubeconfig $D/kubeconfig-admin request PATCH $P application/merge-patch+json '{\"metadata\":{\"labels\":{\"p\":\"3\"}}}' 2>/dev/null | head -1; k8s_ctl count PATCH '^$P\$'" "200 \n2\n"
+k8s_ctl clear-faults
 
 # 3. Tokens: rotated by a kubelet-style symlink swap, the old one revoked.
 k8s_ctl clear-log
@@ -127,8 +140,8 @@ new=$(k8s_ctl rotate-token node1)
 testing "token file is a symlink that was swapped" "[ -L $D/tokens/node1 ] && [ \"\$(cat $D/tokens/node1)\" = '$new' ] && echo swapped" "swapped\n"
 testing "old token now refused by the server" \
 	"curl -s -o /dev/null -w '%{http_code}' --cacert $D/ca.crt -H 'Authorization: Bearer $old' $K8S_URL$P" "401"
-# the controller keeps running across the rotation: see tests/applets/dt-labeller-k8s.sh;
-# here one client lives across it: a 401 makes it re-read the file and retry
+# A long-lived client across a rotation (401, re-read, retry) is the dt-labeller
+# controller in tests/applets/dt-labeller-k8s.sh; here a fresh client reads the new file.
 k8s_ctl rotate-token node1 >/dev/null
 testing "after rotation, a fresh client uses the new file" "$KT --kubeconfig $D/kubeconfig-node1 request GET $P 2>>$W/tok.log | head -1" "200 \n"
 testing "no token text in any log line" "cat $W/tok.log $W/err $D/server.log 2>/dev/null | grep -c -e '$old' -e '$new' -e '$(cat "$D/admin.token")'" "0\n"
@@ -137,6 +150,14 @@ testing "no token text in any log line" "cat $W/tok.log $W/err $D/server.log 2>/
 #    dropped streams (connection closed, and ended cleanly) and a history
 #    reset; with one event per chunk, events split over chunks, and many
 #    events in one chunk.
+wait_watch() { # until a watch stream is open (the sanitizer build is slow to start)
+	local i=0
+	until [ "$(k8s_ctl watches 2>/dev/null)" -ge 1 ] 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -lt 150 ] || return 1
+		sleep 0.1
+	done
+}
 watch_scenario() { # MODE KUBECONFIG
 	local mode=$1 kc=$2 mpid n
 	for n in w1 w2 w3; do
@@ -144,19 +165,22 @@ watch_scenario() { # MODE KUBECONFIG
 	done
 	"$KT" --kubeconfig "$kc" mirror /api/v1/nodes 30 >"$W/mirror.out" 2>"$W/mirror.err" &
 	mpid=$!
-	sleep 1.5
+	wait_watch
 	for n in 1 2 3 4 5 6; do # a burst: queued together in batch mode
 		printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"w1","labels":{"n":"changed-%s"}}}' $n | k8s_ctl put /api/v1/nodes/w1 - >/dev/null
 	done
 	k8s_ctl delete /api/v1/nodes/w2 >/dev/null
 	sleep 0.5
 	k8s_ctl drop-watches --end >/dev/null    # a clean end: re-watch from the last RV
-	sleep 1
+	sleep 0.3
+	wait_watch
 	printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"w4","labels":{"n":"new"}}}' | k8s_ctl put /api/v1/nodes/w4 - >/dev/null
 	sleep 0.5
 	k8s_ctl drop-watches >/dev/null          # connection closed: list again
-	sleep 1.5
-	k8s_ctl reset-history >/dev/null         # 410 for the old resourceVersion: list again
+	sleep 0.3
+	wait_watch
+	k8s_ctl reset-history --keep-watches >/dev/null # the history is gone, the stream is not...
+	k8s_ctl drop-watches --end >/dev/null    # ...until it ends: the re-watch gets 410, then a relist
 	printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"w3","labels":{"n":"after-reset"}}}' | k8s_ctl put /api/v1/nodes/w3 - >/dev/null
 	printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"zz-stop"}}' | k8s_ctl put /api/v1/nodes/zz-stop - >/dev/null
 	wait $mpid
@@ -168,6 +192,7 @@ for o in sorted(json.load(sys.stdin)["items"], key=lambda o: o["metadata"]["name
 	testing "watch ($mode chunks): mirror ends with the server's state" "diff $W/server.state $W/mirror.out && echo same" "same\n"
 	testing "watch ($mode chunks): a cleanly ended watch is resumed, not relisted" "grep -c '^rewatches [1-9]' $W/mirror.err" "1\n"
 	testing "watch ($mode chunks): closed connection and 410 lead to relists" "awk '/^relists/ { print (\$2 >= 3) }' $W/mirror.err" "1\n"
+	testing "watch ($mode chunks): the 410 came from a re-watch" "k8s_ctl log --json | grep -c '\"watch_error\": *410' | awk '{ print (\$1 >= 1) }'" "1\n"
 }
 watch_scenario event "$D/kubeconfig-admin"
 testing "watch requests carried bookmarks and a timeout" \

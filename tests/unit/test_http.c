@@ -806,6 +806,16 @@ static void test_client(struct loop *l)
 		http_conn_free(c);
 		tsrv_stop(&s);
 		loop_free(l2);
+		{
+			/* the loop leaves the signal pending (so every blocking call sees
+			 * it); take it before unblocking, or it would kill us */
+			sigset_t t;
+			struct timespec zero = { 0, 0 };
+
+			sigemptyset(&t);
+			sigaddset(&t, SIGTERM);
+			sigtimedwait(&t, NULL, &zero);
+		}
 		unblock_term();
 	}
 

@@ -1,6 +1,6 @@
 /* kube: configuration in client-go order, kubeconfig fields and errors,
  * backoff, token bucket, watch framing. (Requests, retries and watches
- * against the test API server are in tests/applets/kube.sh.) */
+ * against the test API server are in tests/k8s/client.sh.) */
 #include "t.h"
 
 #include "../../core/kube.h"
