@@ -51,4 +51,31 @@ void pci_list_free(struct pci_list *l);
 int pci_scan(const struct hostfs *h, unsigned fields, struct pci_list *out, const struct fb_log *lg,
 	     struct fb_errinfo *ei);
 
+/* ---- internal, exported for the fuzz target ----------------------------- */
+
+/* What pci_parse_uevent_ found, as bits. */
+enum {
+	PCI_UEV_CLASS = 1 << 0,   /* PCI_CLASS=30200 -> cls "030200" */
+	PCI_UEV_ID = 1 << 1,      /* PCI_ID=10DE:20B0 -> vendor, device */
+	PCI_UEV_SUBSYS = 1 << 2,  /* PCI_SUBSYS_ID=10DE:134F -> subsystem_vendor, subsystem_device */
+	PCI_UEV_DRIVER = 1 << 3,  /* DRIVER=nvidia -> driver */
+};
+
+/* Parses the text of a device's uevent file, s[0..len) (not NUL-terminated,
+ * any bytes), into d. Only well-formed values are stored; a field whose line
+ * is missing or malformed is left as it was and its bit is not returned.
+ * Returns the PCI_UEV_* bits of the fields stored. */
+unsigned pci_parse_uevent_(const char *s, size_t len, struct pci_dev *d);
+
+/* Normalises a hex attribute s[0..len): an optional "0x", 1 to ndig hex
+ * digits (either case), then nothing but white space. Writes exactly ndig
+ * lower-case digits, zero-padded, and a NUL into out (ndig + 1 bytes; out is
+ * untouched on error). Returns 0 or -FB_EINVAL. ndig is at most 8. */
+int pci_hex_norm_(const char *s, size_t len, unsigned ndig, char *out);
+
+/* Orders two device names by (domain, bus, device, function) as numbers, so
+ * "ffff:00:00.0" comes before "10000:00:00.0"; names that are not PCI
+ * addresses come after all addresses, by strcmp. Returns <0, 0 or >0. */
+int pci_addr_cmp_(const char *a, const char *b);
+
 #endif

@@ -36,4 +36,16 @@ void usb_list_free(struct usb_list *l);
 int usb_scan(const struct hostfs *h, struct usb_list *out, const struct fb_log *lg,
 	     struct fb_errinfo *ei);
 
+/* ---- internal, exported for the fuzz target ----------------------------- */
+
+/* Writes the name of the device owning interface iface ("1-1.2:1.0" ->
+ * "1-1.2"; a root hub's "1-0:1.0" -> "usb1") into buf. Returns its length,
+ * -FB_EINVAL (not an interface name) or -FB_E2BIG. */
+int usb_iface_owner_(const char *iface, char *buf, size_t size);
+
+/* Checks a hex attribute s[0..len) of exactly ndig digits (white space
+ * around it is allowed, as the kernel ends it with a newline) and writes them
+ * lower-cased with a NUL into out (ndig + 1 bytes). Returns 0 or -FB_EINVAL. */
+int usb_hex_norm_(const char *s, size_t len, unsigned ndig, char *out);
+
 #endif

@@ -1,0 +1,548 @@
+/* pci: <host>/sys/bus/pci/devices, read the way pciutils' lib/sysfs.c does
+ * (the root is a parameter, only the fields asked for, bounded reads), on a
+ * syscall budget: the NFD field set costs 5 syscalls per device (4 for a
+ * bridge), plus 3 per IOMMU group, 2 per SR-IOV physical function and about
+ * 8 per Intel IOMMU unit; with 500 devices in 366 groups that is 7.96 each
+ * (scripts/bench-pci on a scripts/gen-pci-fixture tree).
+ *
+ * Where the syscalls go, per device:
+ *  - uevent, one open+read+close, gives class, vendor:device,
+ *    subsystem_vendor:subsystem_device and the driver at once; the single
+ *    files are read only when uevent lacks a field or has it malformed;
+ *  - attributes are opened by the path "ADDR/attr" relative to the bus
+ *    directory, the kernel following the ADDR symlink, instead of opening
+ *    each device directory first: that would add an open and a close;
+ *  - sriov_totalvfs is one probe, and none for PCI-to-PCI bridges (class
+ *    0604xx), which the kernel never gives SR-IOV (sriov_init accepts only
+ *    endpoints);
+ *  - iommu_group is one readlink; the group's type is read once per group;
+ *  - iommu/intel-iommu/version is not probed per device: the IOMMU units in
+ *    <host>/sys/class/iommu list their devices (the kernel makes a unit's
+ *    devices/ADDR link and the device's "iommu" link together, in
+ *    iommu_device_link), so one listing per Intel unit serves all of them;
+ *  - boot_vga is only probed for VGA-class devices, the only ones the kernel
+ *    gives it to (pci_dev_attrs_are_visible: 0300xx and 0001xx). */
+#include "pci.h"
+
+#include "sysfs.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PCI_WARN(lg, ...) \
+	do { \
+		if (lg) \
+			LOG_W(lg, __VA_ARGS__); \
+	} while (0)
+#define PCI_VLOG(lg, ...) \
+	do { \
+		if (lg) \
+			LOG_V(lg, 2, __VA_ARGS__); \
+	} while (0)
+
+/* A PCI uevent is about 200 bytes: DRIVER, PCI_CLASS, PCI_ID, PCI_SUBSYS_ID,
+ * PCI_SLOT_NAME, MODALIAS. */
+#define UEVENT_MAX 1024
+
+/* an IOMMU group's type, read by the group's first device */
+struct grp_type {
+	char grp[12];
+	char type[24];
+};
+
+/* per-scan state: the bus directory and the group types read so far */
+struct scan {
+	int fd;                  /* <host>/sys/bus/pci/devices */
+	unsigned fields;
+	const struct fb_log *lg;
+	struct grp_type *grp;    /* owned */
+	size_t ngrp, grpcap;
+};
+
+void pci_list_init(struct pci_list *l)
+{
+	l->dev = NULL;
+	l->n = l->cap = 0;
+}
+
+void pci_list_free(struct pci_list *l)
+{
+	free(l->dev);
+	pci_list_init(l);
+}
+
+/* The one attribute reader of this module: openat, one read, close, where
+ * sysfs_read also does an fstat and a second read to see EOF: that would be
+ * 2 of the 8 syscalls a device may cost, per attribute. One read is enough
+ * because sysfs hands a whole attribute (at most a page) to the first read,
+ * and a short read of a small regular file is all of it. There is no fstat
+ * for S_ISREG either: O_NONBLOCK keeps a FIFO planted in a tree from
+ * blocking (it reads as empty: malformed), a directory fails the read
+ * (-FB_EIO, EISDIR), a device like /dev/zero fills buf (-FB_E2BIG).
+ * Writes the value with one trailing '\n' removed and a NUL. Returns its
+ * length, -FB_ENOENT, -FB_EIO (errno set), or -FB_E2BIG when the value fills
+ * buf (an error, never a truncation). */
+static ssize_t attr_read(int dirfd, const char *path, char *buf, size_t size)
+{
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), saved;
+	ssize_t n;
+
+	if (fd < 0)
+		return errno == ENOENT || errno == ENOTDIR ? -FB_ENOENT : -FB_EIO;
+	do
+		n = read(fd, buf, size - 1);
+	while (n < 0 && errno == EINTR);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	if (n < 0)
+		return -FB_EIO;
+	if ((size_t)n == size - 1)
+		return -FB_E2BIG;
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
+	buf[n] = '\0';
+	return n;
+}
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int pci_hex_norm_(const char *s, size_t len, unsigned ndig, char *out)
+{
+	size_t i = 0, start, n, j;
+
+	if (len >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		i = 2;
+	start = i;
+	while (i < len && hexval((unsigned char)s[i]) >= 0)
+		i++;
+	n = i - start;
+	if (n == 0 || n > ndig || ndig > 8)
+		return -FB_EINVAL;
+	while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n'))
+		i++;
+	if (i != len)
+		return -FB_EINVAL;
+	for (j = 0; j < ndig - n; j++)
+		out[j] = '0';
+	for (i = 0; i < n; i++)
+		out[j + i] = (char)tolower((unsigned char)s[start + i]);
+	out[ndig] = '\0';
+	return 0;
+}
+
+/* "VVVV:DDDD" (uevent's PCI_ID and PCI_SUBSYS_ID) into two 4-digit fields. */
+static int hex_pair(const char *s, size_t len, char *a, char *b)
+{
+	const char *colon = memchr(s, ':', len);
+	char ta[5], tb[5];
+
+	if (!colon || pci_hex_norm_(s, (size_t)(colon - s), 4, ta) < 0 ||
+	    pci_hex_norm_(colon + 1, len - (size_t)(colon - s) - 1, 4, tb) < 0)
+		return -FB_EINVAL;
+	memcpy(a, ta, sizeof(ta));
+	memcpy(b, tb, sizeof(tb));
+	return 0;
+}
+
+/* A driver name is a link basename: no '/', printable, and it fits. */
+static int driver_name(const char *s, size_t len, char *out, size_t size)
+{
+	if (len == 0 || len >= size)
+		return -FB_EINVAL;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] == '/' || !isgraph((unsigned char)s[i]))
+			return -FB_EINVAL;
+	memcpy(out, s, len);
+	out[len] = '\0';
+	return 0;
+}
+
+unsigned pci_parse_uevent_(const char *s, size_t len, struct pci_dev *d)
+{
+	const char *p = s, *end = s + len;
+	unsigned found = 0;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *eol = nl ? nl : end, *eq = memchr(p, '=', (size_t)(eol - p));
+		size_t klen, vlen;
+		const char *v;
+
+		if (eq) {
+			klen = (size_t)(eq - p);
+			v = eq + 1;
+			vlen = (size_t)(eol - v);
+#define KEY(k) (klen == sizeof(k) - 1 && memcmp(p, k, klen) == 0)
+			if (KEY("PCI_CLASS")) {
+				if (pci_hex_norm_(v, vlen, 6, d->cls) == 0)
+					found |= PCI_UEV_CLASS;
+			} else if (KEY("PCI_ID")) {
+				if (hex_pair(v, vlen, d->vendor, d->device) == 0)
+					found |= PCI_UEV_ID;
+			} else if (KEY("PCI_SUBSYS_ID")) {
+				if (hex_pair(v, vlen, d->subsystem_vendor, d->subsystem_device) == 0)
+					found |= PCI_UEV_SUBSYS;
+			} else if (KEY("DRIVER")) {
+				if (driver_name(v, vlen, d->driver, sizeof(d->driver)) == 0)
+					found |= PCI_UEV_DRIVER;
+			}
+#undef KEY
+		}
+		p = eol + 1;
+	}
+	return found;
+}
+
+/* "DOMAIN:BB:DD.F" (domain 1 to 8 hex digits) as one number. */
+static int addr_key(const char *s, uint64_t *key)
+{
+	uint64_t dom = 0;
+	int n = 0, b0, b1, d0, d1;
+
+	while (n < 8 && hexval((unsigned char)s[n]) >= 0)
+		dom = dom << 4 | (uint64_t)hexval((unsigned char)s[n++]);
+	if (n == 0 || s[n] != ':')
+		return -FB_EINVAL;
+	s += n + 1;
+	b0 = hexval((unsigned char)s[0]);
+	b1 = b0 < 0 ? -1 : hexval((unsigned char)s[1]);
+	d0 = b1 < 0 || s[2] != ':' ? -1 : hexval((unsigned char)s[3]);
+	d1 = d0 < 0 ? -1 : hexval((unsigned char)s[4]);
+	if (d1 < 0 || s[5] != '.' || s[6] < '0' || s[6] > '7' || s[7])
+		return -FB_EINVAL;
+	*key = dom << 20 | (uint64_t)(b0 << 4 | b1) << 12 | (uint64_t)(d0 << 4 | d1) << 4 |
+	       (uint64_t)(s[6] - '0');
+	return 0;
+}
+
+int pci_addr_cmp_(const char *a, const char *b)
+{
+	uint64_t ka = 0, kb = 0;
+	int va = addr_key(a, &ka) == 0, vb = addr_key(b, &kb) == 0;
+
+	if (va != vb)
+		return va ? -1 : 1;
+	if (va && ka != kb)
+		return ka < kb ? -1 : 1;
+	return strcmp(a, b);
+}
+
+static int dev_cmp(const void *a, const void *b)
+{
+	return pci_addr_cmp_(((const struct pci_dev *)a)->addr, ((const struct pci_dev *)b)->addr);
+}
+
+/* "ADDR/name" into buf; both parts are bounded well below its size. */
+static const char *at(char *buf, size_t size, const struct pci_dev *d, const char *name)
+{
+	snprintf(buf, size, "%s/%s", d->addr, name);
+	return buf;
+}
+
+static int all_digits(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return 0;
+	return 1;
+}
+
+/* Logs why a device is skipped: the attribute and the read error, or the
+ * malformed value (escaped: it came from a file). */
+static void skip_warn(const struct fb_log *lg, const struct pci_dev *d, const char *attr,
+		      ssize_t rc, int sys, const char *val)
+{
+	char addr[64], v[96];
+
+	if (!lg)
+		return;
+	log_escape(d->addr, strlen(d->addr), addr, sizeof(addr));
+	if (rc >= 0)
+		LOG_W(lg, "pci: skipping device %s: %s: malformed value \"%s\"", addr, attr,
+		      log_escape(val, strlen(val), v, sizeof(v)));
+	else if (rc == -FB_EIO)
+		LOG_W(lg, "pci: skipping device %s: %s: %s: %s", addr, attr, fb_strerror((int)rc),
+		      strerror(sys));
+	else
+		LOG_W(lg, "pci: skipping device %s: %s: %s", addr, attr, fb_strerror((int)rc));
+}
+
+/* The mandatory five, from uevent where it had them. Returns 0, or -1 when
+ * the device is to be skipped (logged). */
+static int read_ids(struct scan *sc, struct pci_dev *d)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+		unsigned ndig, bit;
+	} ids[] = {
+		{ "class", offsetof(struct pci_dev, cls), 6, PCI_UEV_CLASS },
+		{ "vendor", offsetof(struct pci_dev, vendor), 4, PCI_UEV_ID },
+		{ "device", offsetof(struct pci_dev, device), 4, PCI_UEV_ID },
+		{ "subsystem_vendor", offsetof(struct pci_dev, subsystem_vendor), 4, PCI_UEV_SUBSYS },
+		{ "subsystem_device", offsetof(struct pci_dev, subsystem_device), 4, PCI_UEV_SUBSYS },
+	};
+	char p[64], buf[UEVENT_MAX];
+	ssize_t n = attr_read(sc->fd, at(p, sizeof(p), d, "uevent"), buf, sizeof(buf));
+	unsigned have = 0;
+
+	if (n >= 0)
+		have = pci_parse_uevent_(buf, (size_t)n, d);
+	else
+		PCI_VLOG(sc->lg, "pci: %s: %s: %s", p, fb_strerror((int)n), "reading the attribute files");
+	/* no uevent: the driver comes from the link, if asked for */
+	if (n < 0 && (sc->fields & PCI_DRIVER) &&
+	    sysfs_link_base(sc->fd, at(p, sizeof(p), d, "driver"), d->driver, sizeof(d->driver)) < 0)
+		d->driver[0] = '\0';
+	if (!(sc->fields & PCI_DRIVER))
+		d->driver[0] = '\0';
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		if (have & ids[i].bit)
+			continue;
+		n = attr_read(sc->fd, at(p, sizeof(p), d, ids[i].name), buf, 64);
+		if (n < 0) {
+			skip_warn(sc->lg, d, ids[i].name, n, errno, NULL);
+			return -1;
+		}
+		if (pci_hex_norm_(buf, (size_t)n, ids[i].ndig, (char *)d + ids[i].off) < 0) {
+			skip_warn(sc->lg, d, ids[i].name, 0, 0, buf);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* An optional attribute into buf, "" when absent or unusable. */
+static void read_opt(struct scan *sc, const struct pci_dev *d, const char *name, char *buf,
+		     size_t size)
+{
+	char p[64];
+	ssize_t n = attr_read(sc->fd, at(p, sizeof(p), d, name), buf, size);
+
+	if (n < 0) {
+		if (n != -FB_ENOENT)
+			PCI_VLOG(sc->lg, "pci: %s: %s", p, fb_strerror((int)n));
+		buf[0] = '\0';
+	}
+}
+
+static void read_iommu(struct scan *sc, struct pci_dev *d)
+{
+	char p[64];
+	ssize_t n = sysfs_link_base(sc->fd, at(p, sizeof(p), d, "iommu_group"), d->iommu_group,
+				    sizeof(d->iommu_group));
+	size_t i;
+
+	if (n < 0 || !all_digits(d->iommu_group)) {
+		if (n != -FB_ENOENT)
+			PCI_VLOG(sc->lg, "pci: %s: not a group", p);
+		d->iommu_group[0] = '\0';
+		return;
+	}
+	/* the group's type: the first member reads it */
+	for (i = sc->ngrp; i-- > 0;)
+		if (strcmp(sc->grp[i].grp, d->iommu_group) == 0)
+			break;
+	if (i != SIZE_MAX) {
+		memcpy(d->iommu_group_type, sc->grp[i].type, sizeof(d->iommu_group_type));
+	} else {
+		read_opt(sc, d, "iommu_group/type", d->iommu_group_type, sizeof(d->iommu_group_type));
+		if (sc->ngrp == sc->grpcap) {
+			size_t cap = sc->grpcap ? sc->grpcap * 2 : 64;
+			struct grp_type *g = realloc(sc->grp, cap * sizeof(*g));
+
+			if (g) { /* without room the next member just reads it again */
+				sc->grp = g;
+				sc->grpcap = cap;
+			}
+		}
+		if (sc->ngrp < sc->grpcap) {
+			memcpy(sc->grp[sc->ngrp].grp, d->iommu_group, sizeof(d->iommu_group));
+			memcpy(sc->grp[sc->ngrp].type, d->iommu_group_type, sizeof(d->iommu_group_type));
+			sc->ngrp++;
+		}
+	}
+}
+
+static int key_cmp(const void *key, const void *d)
+{
+	return pci_addr_cmp_(key, ((const struct pci_dev *)d)->addr);
+}
+
+/* Gives iommu/intel-iommu/version to the devices each Intel IOMMU unit in
+ * <host>/sys/class/iommu lists (out is sorted). Units without the file
+ * (AMD, ARM SMMU) cost one probe; a missing class directory is no IOMMU. */
+static void read_units(const struct hostfs *h, struct scan *sc, struct pci_list *out)
+{
+	int fd = hostfs_open(h, "sys/class/iommu", O_RDONLY | O_DIRECTORY);
+	struct dirent *ue;
+	DIR *dir;
+
+	if (fd < 0 || !(dir = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		if (fd != -FB_ENOENT)
+			PCI_VLOG(sc->lg, "pci: sys/class/iommu: %s", fb_strerror(fd < 0 ? fd : -FB_EIO));
+		return;
+	}
+	while ((ue = readdir(dir))) {
+		char p[NAME_MAX + 32], ver[sizeof(out->dev[0].iommu_version)];
+		struct dirent *de;
+		DIR *units;
+		int ufd;
+
+		if (ue->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/intel-iommu/version", ue->d_name);
+		if (attr_read(dirfd(dir), p, ver, sizeof(ver)) < 0)
+			continue;
+		snprintf(p, sizeof(p), "%s/devices", ue->d_name);
+		ufd = openat(dirfd(dir), p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (ufd < 0 || !(units = fdopendir(ufd))) {
+			if (ufd >= 0)
+				close(ufd);
+			continue;
+		}
+		while ((de = readdir(units))) {
+			struct pci_dev *d = bsearch(de->d_name, out->dev, out->n, sizeof(*out->dev), key_cmp);
+
+			if (d)
+				memcpy(d->iommu_version, ver, sizeof(ver));
+		}
+		closedir(units);
+	}
+	closedir(dir);
+}
+
+/* Reads one device. Returns 0, or -1 when it is to be skipped (logged). */
+static int read_dev(struct scan *sc, struct pci_dev *d)
+{
+	char buf[32];
+
+	d->numa_node = -1;
+	d->boot_vga = -1;
+	if (read_ids(sc, d) < 0)
+		return -1;
+	if ((sc->fields & PCI_SRIOV) && memcmp(d->cls, "0604", 4) != 0) {
+		read_opt(sc, d, "sriov_totalvfs", d->sriov_totalvfs, sizeof(d->sriov_totalvfs));
+		d->has_sriov = all_digits(d->sriov_totalvfs);
+		if (!d->has_sriov)
+			d->sriov_totalvfs[0] = '\0';
+	}
+	if (sc->fields & PCI_IOMMU)
+		read_iommu(sc, d);
+	if (sc->fields & PCI_NUMA) {
+		read_opt(sc, d, "numa_node", buf, sizeof(buf));
+		if (strcmp(buf, "-1") != 0 && all_digits(buf) && strlen(buf) < 6)
+			d->numa_node = atoi(buf);
+	}
+	if ((sc->fields & PCI_BOOT_VGA) &&
+	    (memcmp(d->cls, "0300", 4) == 0 || memcmp(d->cls, "0001", 4) == 0)) {
+		read_opt(sc, d, "boot_vga", buf, sizeof(buf));
+		if ((buf[0] == '0' || buf[0] == '1') && !buf[1])
+			d->boot_vga = buf[0] - '0';
+	}
+	return 0;
+}
+
+/* Lists the bus directory into out->dev (names only). */
+static int list_dir(struct scan *sc, DIR *dir, struct pci_list *out)
+{
+	struct dirent *de;
+
+	for (;;) {
+		errno = 0;
+		if (!(de = readdir(dir)))
+			return errno ? -FB_EIO : 0;
+		if (de->d_name[0] == '.')
+			continue;
+		if (strlen(de->d_name) >= sizeof(out->dev[0].addr)) {
+			char v[64];
+
+			PCI_WARN(sc->lg, "pci: skipping \"%s\": not a PCI address",
+				 log_escape(de->d_name, strlen(de->d_name), v, sizeof(v)));
+			continue;
+		}
+		if (out->n == out->cap) {
+			size_t cap = out->cap ? out->cap * 2 : 64;
+			struct pci_dev *nd = realloc(out->dev, cap * sizeof(*nd));
+
+			if (!nd)
+				return -FB_ENOMEM;
+			out->dev = nd;
+			out->cap = cap;
+		}
+		memset(&out->dev[out->n], 0, sizeof(out->dev[0]));
+		strcpy(out->dev[out->n++].addr, de->d_name);
+	}
+}
+
+int pci_scan(const struct hostfs *h, unsigned fields, struct pci_list *out, const struct fb_log *lg,
+	     struct fb_errinfo *ei)
+{
+	static const char rel[] = "sys/bus/pci/devices";
+	struct scan sc = { 0 };
+	char path[PATH_MAX];
+	DIR *dir;
+	size_t keep = 0;
+	int rc;
+
+	out->n = 0;
+	rc = hostfs_open(h, rel, O_RDONLY | O_DIRECTORY);
+	if (rc == -FB_ENOENT)
+		return 0;
+	if (rc < 0 || !(dir = fdopendir(rc))) {
+		int sys = errno;
+
+		if (rc >= 0)
+			close(rc);
+		hostfs_path(h, rel, path, sizeof(path));
+		return fb_errinfo_set(ei, rc == -FB_E2BIG ? FB_E2BIG : FB_EIO, sys, path, NULL);
+	}
+	sc.fd = dirfd(dir);
+	sc.fields = fields;
+	sc.lg = lg;
+	rc = list_dir(&sc, dir, out);
+	if (rc < 0) {
+		hostfs_path(h, rel, path, sizeof(path));
+		fb_errinfo_set(ei, -rc, rc == -FB_EIO ? errno : 0, path, NULL);
+		out->n = 0;
+		goto out;
+	}
+	if (out->n)
+		qsort(out->dev, out->n, sizeof(out->dev[0]), dev_cmp);
+	for (size_t i = 0; i < out->n; i++) {
+		if (read_dev(&sc, &out->dev[i]) < 0)
+			continue;
+		if (keep != i)
+			out->dev[keep] = out->dev[i];
+		keep++;
+	}
+	out->n = keep;
+	if (fields & PCI_IOMMU)
+		read_units(h, &sc, out);
+out:
+	free(sc.grp);
+	closedir(dir);
+	return rc;
+}

@@ -1,0 +1,153 @@
+/* fuzz_sysfs: untrusted bytes through the parsers core/pci and core/usb
+ * apply to sysfs files and names, with property checks past "does not
+ * crash":
+ * - pci_parse_uevent_: every field it reports is stored well-formed (6 or 4
+ *   lower-case hex digits, a driver name without '/' or blanks), and fields
+ *   it does not report are left untouched;
+ * - pci_hex_norm_ / usb_hex_norm_: what is accepted comes out lower-case,
+ *   zero-padded to exactly ndig digits, and normalises to itself;
+ * - pci_addr_cmp_: an order (a == a, antisymmetric) on two names cut from
+ *   the input, consistent with the address a uevent PCI_SLOT_NAME gives;
+ * - usb_iface_owner_: the owner is a prefix of the interface name, or
+ *   "usbN" for "N-0:...", and fits.
+ *
+ * Built two ways: with clang -fsanitize=fuzzer (make fuzz, local runs that grow
+ * tests/fuzz/corpus/sysfs), and as a plain program whose main() replays every
+ * file named on the command line or found in the directories named there,
+ * which is how `make test` runs the corpus under ASan+UBSan. */
+#include "../../core/pci.h"
+#include "../../core/usb.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int is_lhex(const char *s, size_t n)
+{
+	if (strlen(s) != n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+static void check_uevent(const char *s, size_t len)
+{
+	struct pci_dev d, before;
+	unsigned bits;
+
+	memset(&d, 'x', sizeof(d));
+	d.cls[sizeof(d.cls) - 1] = d.vendor[4] = d.device[4] = '\0';
+	d.subsystem_vendor[4] = d.subsystem_device[4] = d.driver[sizeof(d.driver) - 1] = '\0';
+	before = d;
+	bits = pci_parse_uevent_(s, len, &d);
+	if (bits & ~(unsigned)(PCI_UEV_CLASS | PCI_UEV_ID | PCI_UEV_SUBSYS | PCI_UEV_DRIVER))
+		abort();
+	if ((bits & PCI_UEV_CLASS) ? !is_lhex(d.cls, 6) : memcmp(d.cls, before.cls, sizeof(d.cls)))
+		abort();
+	if ((bits & PCI_UEV_ID) ? !is_lhex(d.vendor, 4) || !is_lhex(d.device, 4)
+				: memcmp(d.vendor, before.vendor, 5) || memcmp(d.device, before.device, 5))
+		abort();
+	if ((bits & PCI_UEV_SUBSYS) ? !is_lhex(d.subsystem_vendor, 4) || !is_lhex(d.subsystem_device, 4)
+				    : memcmp(d.subsystem_vendor, before.subsystem_vendor, 5) ||
+					      memcmp(d.subsystem_device, before.subsystem_device, 5))
+		abort();
+	if (bits & PCI_UEV_DRIVER) {
+		size_t n = strlen(d.driver);
+
+		if (n == 0 || n >= sizeof(d.driver) || strchr(d.driver, '/'))
+			abort();
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)d.driver[i] <= ' ' || (unsigned char)d.driver[i] >= 0x7f)
+				abort();
+	} else if (memcmp(d.driver, before.driver, sizeof(d.driver))) {
+		abort();
+	}
+	/* the rest of the struct is not the parser's */
+	if (memcmp(d.addr, before.addr, sizeof(d.addr)) || d.has_sriov != before.has_sriov ||
+	    memcmp(d.iommu_group, before.iommu_group, sizeof(d.iommu_group)))
+		abort();
+}
+
+static void check_hex(const char *s, size_t len, unsigned ndig)
+{
+	char out[10], again[10];
+
+	if (pci_hex_norm_(s, len, ndig, out) == 0) {
+		if (ndig == 0 || ndig > 8 || !is_lhex(out, ndig))
+			abort();
+		if (pci_hex_norm_(out, ndig, ndig, again) != 0 || strcmp(out, again) != 0)
+			abort();
+	}
+	if (ndig <= 8 && usb_hex_norm_(s, len, ndig, out) == 0) {
+		if (!is_lhex(out, ndig) || usb_hex_norm_(out, ndig, ndig, again) != 0 || strcmp(out, again))
+			abort();
+	}
+}
+
+static int sign(int v)
+{
+	return v < 0 ? -1 : v > 0;
+}
+
+static void check_names(const char *a, const char *b)
+{
+	char owner[32];
+	int n;
+
+	if (pci_addr_cmp_(a, a) != 0 || pci_addr_cmp_(b, b) != 0)
+		abort();
+	if (sign(pci_addr_cmp_(a, b)) != -sign(pci_addr_cmp_(b, a)))
+		abort();
+	if ((pci_addr_cmp_(a, b) == 0) != (strcmp(a, b) == 0))
+		abort();
+	n = usb_iface_owner_(a, owner, sizeof(owner));
+	if (n >= 0) {
+		const char *colon = strchr(a, ':');
+
+		if (!colon || (size_t)n != strlen(owner) || (size_t)n >= sizeof(owner))
+			abort();
+		if (strncmp(owner, "usb", 3) == 0 && strncmp(a, "usb", 3) != 0) {
+			/* "N-0:..." -> "usbN" */
+			if ((size_t)(colon - a) != (size_t)n - 3 + 2 || memcmp(owner + 3, a, (size_t)n - 3))
+				abort();
+		} else if ((size_t)(colon - a) != (size_t)n || memcmp(owner, a, (size_t)n)) {
+			abort();
+		}
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *s, *a, *b, *nul;
+	size_t half;
+
+	check_uevent((const char *)data, size);
+	if (size == 0)
+		return 0;
+	check_hex((const char *)data + 1, size - 1, data[0] % 10);
+	/* two NUL-terminated names: cut at the first NUL, else in the middle */
+	if (!(s = malloc(size + 2)))
+		return 0;
+	memcpy(s, data, size);
+	s[size] = s[size + 1] = '\0';
+	nul = memchr(s, '\0', size);
+	half = nul ? (size_t)(nul - s) : size / 2;
+	a = s;
+	b = s + half + 1;
+	if (!nul) {
+		memmove(b, s + half, size - half);
+		b[size - half] = '\0';
+		a[half] = '\0';
+	}
+	check_names(a, b);
+	free(s);
+	return 0;
+}
+
+#ifndef FB_LIBFUZZER
+#include "replay.h"
+#endif
