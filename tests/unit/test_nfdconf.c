@@ -1,0 +1,610 @@
+/* nfdconf: upstream defaults, the example nfd-worker.conf with everything
+ * commented in, lists replacing defaults, key matching as encoding/json does
+ * it, warnings for unknown keys, errors with positions, durations, the
+ * source-list and ownerRefs helpers, file loading. */
+#include "t.h"
+
+#include "../../core/json.h"
+#include "../../core/log.h"
+#include "../../core/nfdconf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static struct fb_log lg;
+static char logbuf[1 << 16];
+
+static void log_reset(void)
+{
+	if (ftruncate(lg.fd, 0) != 0 || lseek(lg.fd, 0, SEEK_SET) != 0)
+		abort();
+}
+
+static const char *log_text(void)
+{
+	ssize_t n = pread(lg.fd, logbuf, sizeof(logbuf) - 1, 0);
+
+	logbuf[n > 0 ? n : 0] = '\0';
+	return logbuf;
+}
+
+/* "a,b,c" for a list, to compare with one string */
+static const char *joined(const struct nfd_strlist *l)
+{
+	static char buf[4][1024];
+	static int k;
+	size_t n = 0;
+
+	k = (k + 1) % 4;
+	buf[k][0] = '\0';
+	for (size_t i = 0; i < l->n && n < sizeof(buf[k]); i++)
+		n += (size_t)snprintf(buf[k] + n, sizeof(buf[k]) - n, "%s%s", i ? "," : "", l->v[i]);
+	return buf[k];
+}
+
+#define T_LIST(name, list, want) T_STR(name, joined(&(list)), want)
+
+static int apply(struct nfd_worker_config *c, const char *yaml, struct fb_errinfo *ei)
+{
+	return nfdconf_apply_yaml(c, yaml, strlen(yaml), "test.conf", &lg, ei);
+}
+
+static void test_defaults(void)
+{
+	struct nfd_worker_config c;
+
+	nfdconf_init(&c);
+	T_INT("defaults: sleepInterval 60s", c.core.sleep_interval_ms, 60000);
+	T_LIST("defaults: featureSources", c.core.feature_sources, "all");
+	T_LIST("defaults: labelSources", c.core.label_sources, "all");
+	T_STR("defaults: labelWhiteList", c.core.label_whitelist, "");
+	T_INT("defaults: noPublish", c.core.no_publish, 0);
+	T_LIST("defaults: noPublishFeatures", c.core.no_publish_features, "");
+	T_LIST("defaults: ownerRefs", c.core.owner_refs, "pod,ds");
+	T_INT("defaults: klog.v", c.core.klog_v, 0);
+	T_LIST("defaults: pci classes", c.pci.device_class_whitelist, "03,0b40,12");
+	T_LIST("defaults: pci fields", c.pci.device_label_fields, "class,vendor");
+	T_LIST("defaults: usb classes", c.usb.device_class_whitelist, "0e,ef,fe,ff");
+	T_LIST("defaults: usb fields", c.usb.device_label_fields, "class,vendor,device");
+	T_LIST("defaults: cpuid blacklist", c.cpuid.attribute_blacklist,
+	       "AVX10,BMI1,BMI2,CLMUL,CMOV,CX16,ERMS,F16C,HTT,LZCNT,MMX,MMXEXT,NX,POPCNT,RDRAND,"
+	       "RDSEED,RDTSCP,SGX,SGXLC,SSE,SSE2,SSE3,SSE4,SSE42,SSSE3,TDX_GUEST");
+	T_LIST("defaults: cpuid whitelist", c.cpuid.attribute_whitelist, "");
+	T_STR("defaults: kconfigFile", c.kernel.kconfig_file, "");
+	T_LIST("defaults: kernel configOpts", c.kernel.config_opts, "NO_HZ,NO_HZ_IDLE,NO_HZ_FULL,PREEMPT");
+	T_INT("defaults: hooksEnabled", c.local_hooks_enabled, 0);
+	T_OK("defaults: no custom rules", c.custom == NULL, "custom set");
+	nfdconf_free(&c);
+	nfdconf_free(&c);
+	T_OK("free twice is safe and leaves defaults", c.core.sleep_interval_ms == 60000, "not reset");
+}
+
+/* upstream's deployment/components/worker-config/nfd-worker.conf.example
+ * with every line commented in, plus the v0.19 core keys */
+static const char example[] =
+	"core:\n"
+	"  labelWhiteList:\n"
+	"  noPublish: false\n"
+	"  noPublishFeatures: [\"pci.device\", \"usb.*\"]\n"
+	"  ownerRefs: [node, pod]\n"
+	"  sleepInterval: 60s\n"
+	"  featureSources: [all, -memory]\n"
+	"  sources: [all]\n"
+	"  klog:\n"
+	"    addDirHeader: false\n"
+	"    alsologtostderr: false\n"
+	"    logBacktraceAt:\n"
+	"    logtostderr: true\n"
+	"    skipHeaders: false\n"
+	"    stderrthreshold: 2\n"
+	"    v: 0\n"
+	"    vmodule:\n"
+	"##   NOTE: the following options are not dynamically run-time configurable\n"
+	"##         and require a nfd-worker restart to take effect after being changed\n"
+	"    logDir:\n"
+	"    logFile:\n"
+	"    logFileMaxSize: 1800\n"
+	"    skipLogHeaders: false\n"
+	"sources:\n"
+	"  cpu:\n"
+	"    cpuid:\n"
+	"##     NOTE: whitelist has priority over blacklist\n"
+	"      attributeBlacklist:\n"
+	"        - \"BMI1\"\n"
+	"        - \"BMI2\"\n"
+	"        - \"CLMUL\"\n"
+	"        - \"CMOV\"\n"
+	"        - \"CX16\"\n"
+	"        - \"ERMS\"\n"
+	"        - \"F16C\"\n"
+	"        - \"HTT\"\n"
+	"        - \"LZCNT\"\n"
+	"        - \"MMX\"\n"
+	"        - \"MMXEXT\"\n"
+	"        - \"NX\"\n"
+	"        - \"POPCNT\"\n"
+	"        - \"RDRAND\"\n"
+	"        - \"RDSEED\"\n"
+	"        - \"RDTSCP\"\n"
+	"        - \"SGX\"\n"
+	"        - \"SSE\"\n"
+	"        - \"SSE2\"\n"
+	"        - \"SSE3\"\n"
+	"        - \"SSE4\"\n"
+	"        - \"SSE42\"\n"
+	"        - \"SSSE3\"\n"
+	"      attributeWhitelist:\n"
+	"  kernel:\n"
+	"    kconfigFile: \"/path/to/kconfig\"\n"
+	"    configOpts:\n"
+	"      - \"NO_HZ\"\n"
+	"      - \"X86\"\n"
+	"      - \"DMI\"\n"
+	"  pci:\n"
+	"    deviceClassWhitelist:\n"
+	"      - \"0200\"\n"
+	"      - \"03\"\n"
+	"      - \"12\"\n"
+	"    deviceLabelFields:\n"
+	"      - \"class\"\n"
+	"      - \"vendor\"\n"
+	"      - \"device\"\n"
+	"      - \"subsystem_vendor\"\n"
+	"      - \"subsystem_device\"\n"
+	"  usb:\n"
+	"    deviceClassWhitelist:\n"
+	"      - \"0e\"\n"
+	"      - \"ef\"\n"
+	"      - \"fe\"\n"
+	"      - \"ff\"\n"
+	"    deviceLabelFields:\n"
+	"      - \"class\"\n"
+	"      - \"vendor\"\n"
+	"      - \"device\"\n"
+	"  local:\n"
+	"    hooksEnabled: false\n"
+	"  custom:\n"
+	"    - name: \"my.kernel.feature\"\n"
+	"      matchOn:\n"
+	"        - loadedKMod: [\"example_kmod1\", \"example_kmod2\"]\n"
+	"    - name: \"feature.by.nodename\"\n"
+	"      value: customValue\n"
+	"      matchOn:\n"
+	"        - nodename: [\"worker-0\", \"my-.*-node\"]\n"
+	"\n"
+	"    # The following feature demonstrates the capabilities of the matchFeatures\n"
+	"    - name: \"my.ng.feature\"\n"
+	"      labels:\n"
+	"        my-ng-feature: \"true\"\n"
+	"      matchFeatures:\n"
+	"        - feature: cpu.cpuid\n"
+	"          matchExpressions:\n"
+	"            AVX512F: {op: Exists}\n"
+	"        - feature: kernel.version\n"
+	"          matchExpressions:\n"
+	"            major: {op: In, value: [\"5\"]}\n"
+	"            minor: {op: Gt, value: [\"10\"]}\n";
+
+static const char example_custom[] =
+	"[{\"name\":\"my.kernel.feature\",\"matchOn\":[{\"loadedKMod\":[\"example_kmod1\",\"example_kmod2\"]}]},"
+	"{\"name\":\"feature.by.nodename\",\"value\":\"customValue\",\"matchOn\":[{\"nodename\":[\"worker-0\",\"my-.*-node\"]}]},"
+	"{\"name\":\"my.ng.feature\",\"labels\":{\"my-ng-feature\":\"true\"},\"matchFeatures\":["
+	"{\"feature\":\"cpu.cpuid\",\"matchExpressions\":{\"AVX512F\":{\"op\":\"Exists\"}}},"
+	"{\"feature\":\"kernel.version\",\"matchExpressions\":{\"major\":{\"op\":\"In\",\"value\":[\"5\"]},"
+	"\"minor\":{\"op\":\"Gt\",\"value\":[\"10\"]}}}]}]";
+
+static void test_example(void)
+{
+	struct nfd_worker_config c;
+	struct fb_errinfo ei;
+	struct json *want = json_parse(example_custom, strlen(example_custom), "want", NULL);
+	char buf[256];
+	int rc;
+
+	nfdconf_init(&c);
+	log_reset();
+	rc = apply(&c, example, &ei);
+	log_text();
+	T_OK("example: parses", rc == 0, "rc=%d %s", rc, fb_errinfo_str(&ei, buf, sizeof(buf)));
+	T_OK("example: no unknown keys", !strstr(logbuf, "unknown key"), "log: %s", logbuf);
+	T_OK("example: deprecated core.sources is reported", strstr(logbuf, "deprecated 'core.sources'"),
+	     "log: %s", logbuf);
+	T_INT("example: sleepInterval", c.core.sleep_interval_ms, 60000);
+	T_STR("example: empty labelWhiteList keeps the default", c.core.label_whitelist, "");
+	T_INT("example: noPublish", c.core.no_publish, 0);
+	T_LIST("example: noPublishFeatures", c.core.no_publish_features, "pci.device,usb.*");
+	T_LIST("example: ownerRefs", c.core.owner_refs, "node,pod");
+	T_LIST("example: featureSources", c.core.feature_sources, "all,-memory");
+	T_LIST("example: core.sources sets labelSources", c.core.label_sources, "all");
+	T_INT("example: klog.v", c.core.klog_v, 0);
+	T_LIST("example: cpuid blacklist replaced", c.cpuid.attribute_blacklist,
+	       "BMI1,BMI2,CLMUL,CMOV,CX16,ERMS,F16C,HTT,LZCNT,MMX,MMXEXT,NX,POPCNT,RDRAND,RDSEED,"
+	       "RDTSCP,SGX,SSE,SSE2,SSE3,SSE4,SSE42,SSSE3");
+	T_LIST("example: empty cpuid whitelist", c.cpuid.attribute_whitelist, "");
+	T_STR("example: kconfigFile", c.kernel.kconfig_file, "/path/to/kconfig");
+	T_LIST("example: configOpts", c.kernel.config_opts, "NO_HZ,X86,DMI");
+	T_LIST("example: pci classes", c.pci.device_class_whitelist, "0200,03,12");
+	T_LIST("example: pci fields", c.pci.device_label_fields,
+	       "class,vendor,device,subsystem_vendor,subsystem_device");
+	T_LIST("example: usb classes", c.usb.device_class_whitelist, "0e,ef,fe,ff");
+	T_LIST("example: usb fields", c.usb.device_label_fields, "class,vendor,device");
+	T_INT("example: hooksEnabled", c.local_hooks_enabled, 0);
+	T_OK("example: custom rules kept as a tree", want && c.custom && json_equal(c.custom, want),
+	     "custom differs");
+	json_free(want);
+	nfdconf_free(&c);
+}
+
+static void test_values(void)
+{
+	struct nfd_worker_config c;
+	struct fb_errinfo ei;
+
+	nfdconf_init(&c);
+	T_INT("a list replaces the default list", apply(&c, "sources:\n  pci:\n    deviceClassWhitelist: [\"0300\"]\n", &ei), 0);
+	T_LIST("  with only the given items", c.pci.device_class_whitelist, "0300");
+	T_LIST("  and the other list keeps its default", c.pci.device_label_fields, "class,vendor");
+	T_LIST("  and usb keeps its own", c.usb.device_class_whitelist, "0e,ef,fe,ff");
+	T_INT("an empty list", apply(&c, "core: {featureSources: []}", &ei), 0);
+	T_LIST("  empties", c.core.feature_sources, "");
+	T_INT("a null list", apply(&c, "core:\n  labelSources:\n", &ei), 0);
+	T_LIST("  empties too", c.core.label_sources, "");
+	T_INT("numbers and booleans in a string list", apply(&c, "sources: {usb: {deviceClassWhitelist: [12, 3.5, true, 03]}}", &ei), 0);
+	T_LIST("  become their text", c.usb.device_class_whitelist, "12,3.5,true,3");
+	T_INT("a null item", apply(&c, "core: {noPublishFeatures: [a, null, b]}", &ei), 0);
+	T_LIST("  is an empty string (Go's zero value)", c.core.no_publish_features, "a,,b");
+	T_INT("a number as kconfigFile", apply(&c, "sources: {kernel: {kconfigFile: 42}}", &ei), 0);
+	T_STR("  becomes its text", c.kernel.kconfig_file, "42");
+	T_INT("labelWhiteList", apply(&c, "core: {labelWhiteList: '^cpu-.*'}", &ei), 0);
+	T_STR("  kept as text", c.core.label_whitelist, "^cpu-.*");
+	T_INT("null leaves a scalar alone", apply(&c, "core: {labelWhiteList: null, noPublish: ~}", &ei), 0);
+	T_STR("  labelWhiteList unchanged", c.core.label_whitelist, "^cpu-.*");
+	T_INT("booleans", apply(&c, "core: {noPublish: true}\nsources: {local: {hooksEnabled: true}}", &ei), 0);
+	T_OK("  set", c.core.no_publish == 1 && c.local_hooks_enabled == 1, "%d %d", c.core.no_publish,
+	     c.local_hooks_enabled);
+
+	/* encoding/json: struct members case-insensitive, map keys exact */
+	log_reset();
+	T_INT("struct keys match case-insensitively",
+	      apply(&c, "Core:\n  SleepInterval: 2s\n  LABELSOURCES: [pci]\nSources:\n  pci:\n    DeviceLabelFields: [vendor]\n", &ei), 0);
+	T_OK("  applied", c.core.sleep_interval_ms == 2000 && !strcmp(joined(&c.core.label_sources), "pci") &&
+	     !strcmp(joined(&c.pci.device_label_fields), "vendor"), "sleep=%lld", c.core.sleep_interval_ms);
+	T_OK("  without warnings", !strstr(log_text(), "unknown key"), "log: %s", logbuf);
+	log_reset();
+	T_INT("source names are map keys: exact", apply(&c, "sources:\n  PCI:\n    deviceLabelFields: [device]\n", &ei), 0);
+	T_LIST("  PCI is not pci", c.pci.device_label_fields, "vendor");
+	T_OK("  and is reported", strstr(log_text(), "line 2 column 3: unknown key sources.PCI, ignored"),
+	     "log: %s", logbuf);
+	T_INT("two spellings of one member: the later wins",
+	      apply(&c, "core:\n  sleepInterval: 3s\n  SleepInterval: 4s\n", &ei), 0);
+	T_INT("  4s", c.core.sleep_interval_ms, 4000);
+
+	/* deprecated keys */
+	T_INT("core.sources wins over labelSources whatever the order",
+	      apply(&c, "core: {sources: [cpu], labelSources: [usb]}", &ei), 0);
+	T_LIST("  cpu", c.core.label_sources, "cpu");
+	log_reset();
+	T_INT("core.noOwnerRefs: true", apply(&c, "core: {ownerRefs: [node], noOwnerRefs: true}", &ei), 0);
+	T_LIST("  empties ownerRefs", c.core.owner_refs, "");
+	T_OK("  with a warning", strstr(log_text(), "'core.noOwnerRefs' is deprecated"), "log: %s", logbuf);
+	T_INT("core.noOwnerRefs: false", apply(&c, "core: {ownerRefs: [ds, node], noOwnerRefs: false}", &ei), 0);
+	T_LIST("  keeps ownerRefs", c.core.owner_refs, "ds,node");
+
+	/* klog */
+	T_INT("klog.v as a number", apply(&c, "core: {klog: {v: 3}}", &ei), 0);
+	T_INT("  3", c.core.klog_v, 3);
+	T_INT("klog.v as a string", apply(&c, "core: {klog: {v: \"5\"}}", &ei), 0);
+	T_INT("  5", c.core.klog_v, 5);
+	log_reset();
+	T_INT("klog option names are exact", apply(&c, "core:\n  klog:\n    V: 7\n", &ei), 0);
+	T_INT("  V is not v", c.core.klog_v, 5);
+	T_OK("  and is reported", strstr(log_text(), "line 3 column 5: unknown key core.klog.V, ignored"),
+	     "log: %s", logbuf);
+
+	/* custom */
+	T_INT("custom: an empty list", apply(&c, "sources: {custom: []}", &ei), 0);
+	T_OK("  kept", c.custom && json_type(c.custom) == JSON_ARRAY && json_count(c.custom) == 0, "custom");
+	T_INT("custom: null", apply(&c, "sources: {custom: null}", &ei), 0);
+	T_OK("  none", c.custom == NULL, "custom");
+
+	/* empty documents */
+	T_INT("an empty document changes nothing", apply(&c, "", &ei), 0);
+	T_INT("a comment-only document too", apply(&c, "# nothing\n", &ei), 0);
+	T_INT("core: null too", apply(&c, "core:\nsources:\n", &ei), 0);
+	T_INT("  sleepInterval still 4s", c.core.sleep_interval_ms, 4000);
+	nfdconf_free(&c);
+}
+
+static const struct {
+	const char *in;
+	long long ms;
+	const char *log;
+} sleep_cases[] = {
+	{ "1m30s", 90000, NULL },
+	{ "60s", 60000, NULL },
+	{ "1.5h", 5400000, NULL },
+	{ "2h45m0.5s", 9900500, NULL },
+	{ "1500ms", 1500, NULL },
+	{ "500ms", 1000, "too short sleep interval" },
+	{ "1ns", 1000, "too short sleep interval" },
+	{ "0", 0, NULL },
+	{ "0s", 0, NULL },
+	{ "-1s", 0, NULL },
+	{ "60", 1000, "too short sleep interval specified (60 ns)" }, /* a number is nanoseconds */
+	{ "90000000000", 90000, NULL },
+};
+
+static void test_sleep(void)
+{
+	for (size_t i = 0; i < sizeof(sleep_cases) / sizeof(sleep_cases[0]); i++) {
+		struct nfd_worker_config c;
+		struct fb_errinfo ei;
+		char yaml[128], name[128];
+		int rc;
+
+		nfdconf_init(&c);
+		snprintf(yaml, sizeof(yaml), "core:\n  sleepInterval: %s\n", sleep_cases[i].in);
+		log_reset();
+		rc = apply(&c, yaml, &ei);
+		log_text();
+		snprintf(name, sizeof(name), "sleepInterval: %s -> %lld ms", sleep_cases[i].in, sleep_cases[i].ms);
+		T_OK(name, rc == 0 && c.core.sleep_interval_ms == sleep_cases[i].ms &&
+		     (sleep_cases[i].log ? strstr(logbuf, sleep_cases[i].log) != NULL : logbuf[0] == '\0'),
+		     "rc=%d ms=%lld log=%s", rc, c.core.sleep_interval_ms, logbuf);
+		nfdconf_free(&c);
+	}
+}
+
+static const struct {
+	const char *name, *yaml;
+	int rc;
+	const char *detail;
+} error_cases[] = {
+	{ "bad YAML", "core:\n  sleepInterval: [1s\n", -FB_EINVAL, "line 2 column " },
+	{ "a tab in indentation", "core:\n\tnoPublish: true\n", -FB_EINVAL, "line 2 column 1: " },
+	{ "a string for a boolean", "core:\n  noPublish: \"yes\"\n", -FB_EINVAL,
+	  "line 2 column 3: core.noPublish: expected true or false, got a string" },
+	{ "a bad duration", "core:\n  sleepInterval: soon\n", -FB_EINVAL,
+	  "line 2 column 3: core.sleepInterval: invalid duration \"soon\"" },
+	{ "a boolean duration", "core:\n  sleepInterval: true\n", -FB_EINVAL,
+	  "line 2 column 3: core.sleepInterval: invalid duration: got a boolean" },
+	{ "a string for a list", "sources:\n  pci:\n    deviceClassWhitelist: \"03\"\n", -FB_EINVAL,
+	  "line 3 column 5: sources.pci.deviceClassWhitelist: expected a list of strings, got a string" },
+	{ "a mapping in a list", "core:\n  featureSources:\n    - pci\n    - {a: b}\n", -FB_EINVAL,
+	  "line 4 column 5: core.featureSources[1]: expected a string, got a mapping" },
+	{ "a list for a mapping", "sources:\n  cpu:\n    cpuid: [a]\n", -FB_EINVAL,
+	  "line 3 column 5: sources.cpu.cpuid: expected a mapping, got a list" },
+	{ "a list at the top", "- core\n", -FB_EINVAL, "line 1 column 1: the document: expected a mapping, got a list" },
+	{ "a number for labelWhiteList", "core: {labelWhiteList: 5}", -FB_EINVAL,
+	  "core.labelWhiteList: expected a string, got a number" },
+	{ "a list for kconfigFile", "sources: {kernel: {kconfigFile: [a]}}", -FB_EINVAL,
+	  "sources.kernel.kconfigFile: expected a string, got a list" },
+	{ "a bad klog.v", "core:\n  klog:\n    v: high\n", -FB_EINVAL,
+	  "line 3 column 5: core.klog.v: expected a verbosity level (an integer)" },
+	{ "a list as a klog option", "core: {klog: {vmodule: [a]}}", -FB_EINVAL,
+	  "core.klog.vmodule: expected a string, got a list" },
+	{ "an unknown owner kind", "core:\n  ownerRefs: [pod, daemonset]\n", -FB_EINVAL,
+	  "line 2 column 3: core.ownerRefs: invalid owner reference kind \"daemonset\"" },
+	{ "a duplicate owner kind", "core:\n  ownerRefs: [pod, pod]\n", -FB_EINVAL,
+	  "core.ownerRefs: duplicate owner reference kind \"pod\"" },
+	{ "custom as a mapping", "sources:\n  custom: {name: x}\n", -FB_EINVAL,
+	  "line 2 column 3: sources.custom: expected a list of rules, got a mapping" },
+	{ "a duplicate key", "core:\n  noPublish: true\n  noPublish: false\n", -FB_EINVAL, "line 3" },
+};
+
+static void test_errors(void)
+{
+	for (size_t i = 0; i < sizeof(error_cases) / sizeof(error_cases[0]); i++) {
+		struct nfd_worker_config c;
+		struct fb_errinfo ei;
+		char name[160];
+		int rc;
+
+		nfdconf_init(&c);
+		c.core.klog_v = 9;
+		memset(&ei, 0, sizeof(ei));
+		rc = apply(&c, error_cases[i].yaml, &ei);
+		snprintf(name, sizeof(name), "error: %s", error_cases[i].name);
+		T_OK(name, rc == error_cases[i].rc && !strcmp(ei.what, "test.conf") &&
+		     strstr(ei.detail, error_cases[i].detail) && c.core.klog_v == 9 && !c.core.no_publish,
+		     "rc=%d what=%s detail=%s", rc, ei.what, ei.detail);
+		nfdconf_free(&c);
+	}
+	{
+		struct nfd_worker_config c;
+		struct fb_errinfo ei;
+		int rc;
+
+		nfdconf_init(&c);
+		rc = apply(&c, "core:\n  noPublish: true\n  featureSources: [pci]\n  sleepInterval: never\n", &ei);
+		T_OK("an error leaves the config unchanged", rc == -FB_EINVAL && c.core.no_publish == 0 &&
+		     !strcmp(joined(&c.core.feature_sources), "all"), "rc=%d", rc);
+		nfdconf_free(&c);
+	}
+}
+
+static const struct {
+	const char *yaml, *log;
+} warn_cases[] = {
+	{ "core:\n  foo: 1\n", "WHAT: line 2 column 3: unknown key core.foo, ignored" },
+	{ "core:\n  noPublish: true\n  bar: [1, 2]\n", "WHAT: line 3 column 3: unknown key core.bar, ignored" },
+	{ "extra: 1\n", "WHAT: line 1 column 1: unknown key extra, ignored" },
+	{ "sources:\n  memory:\n    x: 1\n", "WHAT: line 2 column 3: unknown key sources.memory, ignored" },
+	{ "sources:\n  fake:\n    labels: {a: b}\n", "unknown key sources.fake, ignored" },
+	{ "sources:\n  pci:\n    deviceClassWhitelist: [\"03\"]\n    deviceLabelField: [class]\n",
+	  "WHAT: line 4 column 5: unknown key sources.pci.deviceLabelField, ignored" },
+	{ "sources:\n  cpu:\n    cpuid:\n      attributeBlackList: [X]\n      attributeGreylist: [Y]\n",
+	  "line 5 column 7: unknown key sources.cpu.cpuid.attributeGreylist, ignored" },
+	{ "core: {klog: {verbose: 1}}\n", "line 1 column 15: unknown key core.klog.verbose, ignored" },
+};
+
+static void test_warnings(void)
+{
+	for (size_t i = 0; i < sizeof(warn_cases) / sizeof(warn_cases[0]); i++) {
+		struct nfd_worker_config c;
+		struct fb_errinfo ei;
+		char name[160];
+		int rc;
+
+		nfdconf_init(&c);
+		log_reset();
+		rc = nfdconf_apply_yaml(&c, warn_cases[i].yaml, strlen(warn_cases[i].yaml), "WHAT", &lg, &ei);
+		log_text();
+		snprintf(name, sizeof(name), "warning: %s", warn_cases[i].log);
+		T_OK(name, rc == 0 && strstr(logbuf, warn_cases[i].log) && logbuf[0] == 'W', "rc=%d log=%s",
+		     rc, logbuf);
+		nfdconf_free(&c);
+	}
+}
+
+static const struct {
+	const char *in;
+	int rc;
+	long long ns;
+} dur_cases[] = {
+	{ "0", 0, 0 }, { "-0", 0, 0 }, { "+0", 0, 0 }, { "1ns", 0, 1 }, { "1us", 0, 1000 },
+	{ "1\xC2\xB5s", 0, 1000 }, { "1\xCE\xBCs", 0, 1000 }, { "1ms", 0, 1000000 }, { "1s", 0, 1000000000 },
+	{ "1m30s", 0, 90000000000LL }, { "1.5h", 0, 5400000000000LL }, { ".5s", 0, 500000000 },
+	{ "5.s", 0, 5000000000LL }, { "-1.5s", 0, -1500000000 }, { "+2s", 0, 2000000000 },
+	{ "1h1m1s1ms1us1ns", 0, 3661001001001LL }, { "0.000000001s", 0, 1 },
+	{ "1.0000000001s", 0, 1000000000 },
+	{ "9223372036854775807ns", 0, 9223372036854775807LL },
+	{ "-9223372036854775808ns", 0, (-9223372036854775807LL - 1) },
+	{ "2562047h", 0, 9223369200000000000LL },
+	{ "9223372036854775808ns", -FB_ERANGE, 0 }, { "2562048h", -FB_ERANGE, 0 },
+	{ "99999999999999999999s", -FB_ERANGE, 0 },
+	{ "", -FB_EINVAL, 0 }, { "1", -FB_EINVAL, 0 }, { "s", -FB_EINVAL, 0 }, { ".s", -FB_EINVAL, 0 },
+	{ "1x", -FB_EINVAL, 0 }, { "1h1", -FB_EINVAL, 0 }, { "1 s", -FB_EINVAL, 0 }, { "-", -FB_EINVAL, 0 },
+	{ "1S", -FB_EINVAL, 0 }, { "--1s", -FB_EINVAL, 0 },
+};
+
+static void test_durations(void)
+{
+	for (size_t i = 0; i < sizeof(dur_cases) / sizeof(dur_cases[0]); i++) {
+		long long ns = -42;
+		int rc = nfdconf_parse_duration(dur_cases[i].in, &ns);
+		char name[128];
+
+		snprintf(name, sizeof(name), "duration \"%s\"", dur_cases[i].in);
+		T_OK(name, rc == dur_cases[i].rc && (rc < 0 || ns == dur_cases[i].ns), "rc=%d ns=%lld", rc, ns);
+	}
+}
+
+static void test_helpers(void)
+{
+	static const char *const known[] = { "cpu", "custom", "fake", "kernel", "local", "pci", "usb" };
+	const unsigned long long all = 0x7f & ~(1ULL << 2); /* fake is not in "all" */
+	static const struct {
+		const char *items[4];
+		size_t n;
+		unsigned long long want;
+		const char *log;
+	} cases[] = {
+		{ { "all" }, 1, 0x7b, NULL },
+		{ { "all", "-pci" }, 2, 0x5b, NULL },
+		{ { "-pci", "all" }, 2, 0x7b, NULL },
+		{ { "pci", "usb" }, 2, 0x60, NULL },
+		{ { "all", "fake" }, 2, 0x7f, NULL },
+		{ { "pci", "bogus", "-nope" }, 3, 0x20,
+		  "skipping unknown source specified in core.labelSources: \"bogus\"" },
+		{ { "-all" }, 1, 0, "skipping unknown source specified in core.labelSources: \"-all\"" },
+		{ { NULL }, 0, 0, NULL },
+	};
+	struct fb_errinfo ei;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct nfd_strlist l = { 0 };
+		unsigned long long m;
+		char name[128];
+
+		nfdconf_list_set(&l, cases[i].items, cases[i].n);
+		log_reset();
+		m = nfdconf_sources_mask(&l, known, 7, all, "core.labelSources", &lg);
+		log_text();
+		snprintf(name, sizeof(name), "sources mask: [%s]", joined(&l));
+		T_OK(name, m == cases[i].want &&
+		     (cases[i].log ? strstr(logbuf, cases[i].log) != NULL : logbuf[0] == '\0'),
+		     "mask=%#llx log=%s", m, logbuf);
+		free(l.own_);
+	}
+	{
+		static const char *const a[] = { "ds", "node", "pod" }, *const b[] = { "pod", "x" };
+		struct nfd_strlist l = { 0 };
+
+		nfdconf_list_set(&l, a, 3);
+		T_INT("ownerRefs: all three", nfdconf_owner_refs(&l, &ei), 7);
+		nfdconf_list_set(&l, a, 0);
+		T_INT("ownerRefs: none", nfdconf_owner_refs(&l, &ei), 0);
+		nfdconf_list_set(&l, b, 2);
+		T_OK("ownerRefs: unknown kind", nfdconf_owner_refs(&l, &ei) == -FB_EINVAL &&
+		     strstr(ei.detail, "\"x\""), "detail=%s", ei.detail);
+		free(l.own_);
+	}
+}
+
+static void test_files(void)
+{
+	char tmpl[] = "/tmp/fb-nfdconf-XXXXXX", p[256], q[512];
+	char *dir = mkdtemp(tmpl);
+	struct nfd_worker_config c;
+	struct fb_errinfo ei;
+	int fd, rc;
+
+	nfdconf_init(&c);
+	snprintf(p, sizeof(p), "%s/nfd-worker.conf", dir);
+	log_reset();
+	rc = nfdconf_load_file(&c, p, &lg, &ei);
+	T_OK("file: a missing file is defaults, logged", rc == 0 && c.core.sleep_interval_ms == 60000 &&
+	     strstr(log_text(), "not found, using defaults"), "rc=%d log=%s", rc, logbuf);
+
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, "core:\n  sleepInterval: 10s\n  noPublish: true\n", 45) != 45)
+		abort();
+	close(fd);
+	rc = nfdconf_load_file(&c, p, &lg, &ei);
+	T_OK("file: read and applied", rc == 0 && c.core.sleep_interval_ms == 10000 && c.core.no_publish,
+	     "rc=%d", rc);
+	rc = nfdconf_apply_yaml(&c, "{core: {sleepInterval: 20s}}", 28, "--options", &lg, &ei);
+	T_OK("file then --options: options win, the rest stays", rc == 0 &&
+	     c.core.sleep_interval_ms == 20000 && c.core.no_publish, "rc=%d", rc);
+
+	fd = open(p, O_WRONLY | O_TRUNC);
+	if (fd < 0 || write(fd, "core:\n  noPublish: 1\n", 21) != 21)
+		abort();
+	close(fd);
+	rc = nfdconf_load_file(&c, p, &lg, &ei);
+	T_OK("file: errors name the file", rc == -FB_EINVAL && !strcmp(ei.what, p) &&
+	     strstr(ei.detail, "line 2 column 3: core.noPublish"), "rc=%d what=%s detail=%s", rc, ei.what,
+	     ei.detail);
+	rc = nfdconf_load_file(&c, dir, &lg, &ei);
+	T_OK("file: a directory is refused", rc == -FB_EINVAL || rc == -FB_EIO, "rc=%d", rc);
+	nfdconf_free(&c);
+	snprintf(q, sizeof(q), "rm -rf '%s'", dir);
+	if (system(q) != 0)
+		abort();
+}
+
+int main(void)
+{
+	char logtmpl[] = "/tmp/fb-nfdconf-log-XXXXXX";
+
+	t_suite = "nfdconf";
+	log_init(&lg);
+	lg.fd = mkstemp(logtmpl);
+	if (lg.fd < 0)
+		return 2;
+	unlink(logtmpl);
+	test_defaults();
+	test_example();
+	test_values();
+	test_sleep();
+	test_errors();
+	test_warnings();
+	test_durations();
+	test_helpers();
+	test_files();
+	close(lg.fd);
+	return t_done();
+}
