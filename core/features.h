@@ -15,23 +15,47 @@ struct features {
 	struct json *root;   /* owned: the "features" object above */
 };
 
+enum features_kind { FEATURES_FLAGS, FEATURES_ATTRIBUTES, FEATURES_INSTANCES };
+
+/* Makes the three empty maps. Returns 0 or -FB_ENOMEM (root is then NULL,
+ * and features_free is still safe). */
 int features_init(struct features *f);
 void features_free(struct features *f);
 
 int features_flag(struct features *f, const char *feature, const char *name);
 int features_attr(struct features *f, const char *feature, const char *name, const char *value);
+/* Adds n attributes at once, names[i] = values[i] (a repeated name: the
+ * last one wins), in O(n log n): features_attr costs a linear lookup per
+ * call, which kernel.config's thousands of options cannot afford. */
+int features_attr_many(struct features *f, const char *feature, const char *const *names,
+		       const char *const *values, size_t n);
 /* Appends an empty instance and returns its "attributes" object (borrowed)
  * to fill with features_inst_attr, or NULL on allocation failure. */
 struct json *features_instance(struct features *f, const char *feature);
 int features_inst_attr(struct json *inst, const char *name, const char *value);
 
-/* Borrowed lookups (NULL when absent). */
+/* Creates the feature's set with no elements when it has none. Upstream
+ * publishes a discovered-but-empty set as such ("memory.nv": {"elements": []},
+ * "cpu.rdt": {"elements": {}}), which is not the same as no set at all. */
+int features_ensure(struct features *f, enum features_kind kind, const char *feature);
+
+/* Borrowed lookups of the feature's "elements" (an object for flags and
+ * attributes, an array for instances), NULL when absent. */
 const struct json *features_flags(const struct features *f, const char *feature);
 const struct json *features_attrs(const struct features *f, const char *feature);
 const struct json *features_instances(const struct features *f, const char *feature);
 
-/* Drops every feature whose key matches the glob-free prefix rule of
- * core.noPublishFeatures: "pci.device" exact, "cpu.*" a whole source. */
+/* Drops every feature (of all three kinds) whose key matches a
+ * core.noPublishFeatures entry: "pci.device" exactly, or, when the pattern
+ * ends with '*', every key starting with what precedes it ("usb.*", "cpu*";
+ * "*" alone drops everything). No other glob or regexp syntax. */
 void features_drop(struct features *f, const char *pattern);
+
+/* Reorders every map member by key (byte order), the order Go's
+ * encoding/json prints maps in, so json_print of the root reads like
+ * upstream's (the three top-level maps stay in struct order flags,
+ * attributes, instances). Instance arrays keep their order. Returns 0, or
+ * -FB_ENOMEM with the tree left as it was. */
+int features_sort(struct features *f);
 
 #endif

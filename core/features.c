@@ -1,0 +1,377 @@
+/* features: the NodeFeature spec.features tree, built on the json.h builders.
+ *
+ * Maps are json objects and keep insertion order while they are built (cJSON
+ * has no keyed index); features_sort puts them in Go's order once, at the
+ * end, by printing the tree sorted and parsing it back, which costs
+ * O(n log n) where re-inserting member by member through json_set_take
+ * (a linear lookup per member) would cost O(n^2) on kernel.config's
+ * thousands of keys. */
+#include "features.h"
+
+#include "err.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_key[] = {
+	[FEATURES_FLAGS] = "flags",
+	[FEATURES_ATTRIBUTES] = "attributes",
+	[FEATURES_INSTANCES] = "instances",
+};
+
+int features_init(struct features *f)
+{
+	struct json *root = json_new_object();
+
+	f->root = NULL;
+	if (!root)
+		return -FB_ENOMEM;
+	for (size_t i = 0; i < sizeof(kind_key) / sizeof(kind_key[0]); i++) {
+		if (json_set_take(root, kind_key[i], json_new_object()) < 0) {
+			json_free(root);
+			return -FB_ENOMEM;
+		}
+	}
+	f->root = root;
+	return 0;
+}
+
+void features_free(struct features *f)
+{
+	json_free(f->root);
+	f->root = NULL;
+}
+
+/* The feature's "elements" node, created (empty) when missing. Borrowed. */
+static struct json *elements(struct features *f, enum features_kind kind, const char *feature)
+{
+	struct json *map = json_get(f->root, kind_key[kind]), *set, *el;
+
+	if (!map)
+		return NULL;
+	if ((set = json_get(map, feature)))
+		return json_get(set, "elements");
+	set = json_new_object();
+	el = kind == FEATURES_INSTANCES ? json_new_array() : json_new_object();
+	if (!set || !el || json_set_take(set, "elements", el) < 0) {
+		json_free(set);
+		if (!set)
+			json_free(el);
+		return NULL;
+	}
+	if (json_set_take(map, feature, set) < 0)
+		return NULL;
+	return json_get(set, "elements");
+}
+
+int features_ensure(struct features *f, enum features_kind kind, const char *feature)
+{
+	return elements(f, kind, feature) ? 0 : -FB_ENOMEM;
+}
+
+int features_flag(struct features *f, const char *feature, const char *name)
+{
+	struct json *el = elements(f, FEATURES_FLAGS, feature);
+
+	if (!el)
+		return -FB_ENOMEM;
+	if (json_get(el, name))
+		return 0;
+	return json_set_take(el, name, json_new_object());
+}
+
+int features_attr(struct features *f, const char *feature, const char *name, const char *value)
+{
+	struct json *el = elements(f, FEATURES_ATTRIBUTES, feature);
+
+	if (!el)
+		return -FB_ENOMEM;
+	return json_set_str(el, name, value);
+}
+
+struct json *features_instance(struct features *f, const char *feature)
+{
+	struct json *el = elements(f, FEATURES_INSTANCES, feature), *inst;
+
+	if (!el || !(inst = json_new_object()))
+		return NULL;
+	if (json_set_take(inst, "attributes", json_new_object()) < 0) {
+		json_free(inst);
+		return NULL;
+	}
+	if (json_append_take(el, inst) < 0)
+		return NULL;
+	return json_get(json_at(el, json_count(el) - 1), "attributes");
+}
+
+int features_inst_attr(struct json *inst, const char *name, const char *value)
+{
+	return json_set_str(inst, name, value);
+}
+
+static const struct json *lookup(const struct features *f, enum features_kind kind,
+				 const char *feature)
+{
+	return json_get(json_get(json_get(f->root, kind_key[kind]), feature), "elements");
+}
+
+const struct json *features_flags(const struct features *f, const char *feature)
+{
+	return lookup(f, FEATURES_FLAGS, feature);
+}
+
+const struct json *features_attrs(const struct features *f, const char *feature)
+{
+	return lookup(f, FEATURES_ATTRIBUTES, feature);
+}
+
+const struct json *features_instances(const struct features *f, const char *feature)
+{
+	return lookup(f, FEATURES_INSTANCES, feature);
+}
+
+static int pattern_match(const char *pattern, const char *key)
+{
+	size_t n = strlen(pattern);
+
+	if (n && pattern[n - 1] == '*')
+		return strncmp(key, pattern, n - 1) == 0;
+	return strcmp(key, pattern) == 0;
+}
+
+void features_drop(struct features *f, const char *pattern)
+{
+	for (size_t i = 0; i < sizeof(kind_key) / sizeof(kind_key[0]); i++) {
+		struct json *map = json_get(f->root, kind_key[i]), *c;
+
+		/* json_remove frees the member, so the scan starts over after each
+		 * one; these maps hold a few dozen features */
+		do {
+			for (c = json_child(map); c && !pattern_match(pattern, json_key(c));)
+				c = json_next(c);
+			if (c) {
+				/* the name dies with the member: json_remove
+				 * needs its own copy */
+				char *key = strdup(json_key(c));
+
+				if (!key)
+					return;
+				json_remove(map, key);
+				free(key);
+			}
+		} while (c);
+	}
+}
+
+/* ---- sorting ---------------------------------------------------------- */
+
+struct sbuf {
+	char *p;
+	size_t len, size;
+	int oom;
+};
+
+static void put(struct sbuf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->size - b->len <= n) {
+		size_t size = b->size ? b->size : 4096;
+		char *p;
+
+		while (size - b->len <= n)
+			size *= 2;
+		if (!(p = realloc(b->p, size))) {
+			b->oom = 1;
+			return;
+		}
+		b->p = p;
+		b->size = size;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+}
+
+/* JSON string syntax: quotes, backslashes and control bytes escaped, the
+ * rest (UTF-8 or not) as it is, which json_parse takes back unchanged. */
+static void put_str(struct sbuf *b, const char *s)
+{
+	const char *run = s;
+
+	put(b, "\"", 1);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		char esc[8];
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		put(b, run, (size_t)(s - run));
+		run = s + 1;
+		snprintf(esc, sizeof(esc), "\\u%04x", c);
+		put(b, esc, 6);
+	}
+	put(b, run, (size_t)(s - run));
+	put(b, "\"", 1);
+}
+
+static int by_key(const void *a, const void *b)
+{
+	return strcmp(json_key(*(struct json *const *)a), json_key(*(struct json *const *)b));
+}
+
+static void put_sorted(struct sbuf *b, const struct json *j)
+{
+	struct json **kids;
+	size_t n = 0;
+	char *s;
+
+	switch (json_type(j)) {
+	case JSON_STRING:
+		put_str(b, json_str(j));
+		return;
+	case JSON_ARRAY:
+		put(b, "[", 1);
+		for (struct json *c = json_child(j); c; c = json_next(c)) {
+			if (c != json_child(j))
+				put(b, ",", 1);
+			put_sorted(b, c);
+		}
+		put(b, "]", 1);
+		return;
+	case JSON_OBJECT:
+		if (!(n = json_count(j))) {
+			put(b, "{}", 2);
+			return;
+		}
+		if (!(kids = malloc(n * sizeof(*kids)))) {
+			b->oom = 1;
+			return;
+		}
+		n = 0;
+		for (struct json *c = json_child(j); c; c = json_next(c))
+			kids[n++] = c;
+		/* stable for repeated names is not needed: a built tree has none */
+		qsort(kids, n, sizeof(*kids), by_key);
+		put(b, "{", 1);
+		for (size_t i = 0; i < n; i++) {
+			if (i)
+				put(b, ",", 1);
+			put_str(b, json_key(kids[i]));
+			put(b, ":", 1);
+			put_sorted(b, kids[i]);
+		}
+		put(b, "}", 1);
+		free(kids);
+		return;
+	default: /* never built here; print it as it is */
+		if (!(s = json_print(j, NULL))) {
+			b->oom = 1;
+			return;
+		}
+		put(b, s, strlen(s));
+		free(s);
+		return;
+	}
+}
+
+int features_sort(struct features *f)
+{
+	struct sbuf b = { 0 };
+	struct json *root;
+
+	if (!f->root)
+		return -FB_ENOMEM;
+	put(&b, "{", 1);
+	for (size_t i = 0; i < sizeof(kind_key) / sizeof(kind_key[0]); i++) {
+		const struct json *map = json_get(f->root, kind_key[i]);
+
+		if (i)
+			put(&b, ",", 1);
+		put_str(&b, kind_key[i]);
+		put(&b, ":", 1);
+		if (map)
+			put_sorted(&b, map);
+		else
+			put(&b, "{}", 2);
+	}
+	put(&b, "}", 1);
+	if (b.oom) {
+		free(b.p);
+		return -FB_ENOMEM;
+	}
+	root = json_parse(b.p, b.len, "features", NULL);
+	free(b.p);
+	if (!root)
+		return -FB_ENOMEM; /* the text is well-formed: only memory can fail */
+	json_free(f->root);
+	f->root = root;
+	return 0;
+}
+
+/* ---- bulk attributes -------------------------------------------------- */
+
+struct pair {
+	const char *name, *value;
+	size_t seq;
+};
+
+static int by_name_seq(const void *a, const void *b)
+{
+	const struct pair *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+int features_attr_many(struct features *f, const char *feature, const char *const *names,
+		       const char *const *values, size_t n)
+{
+	struct json *el = elements(f, FEATURES_ATTRIBUTES, feature), *set, *built;
+	struct sbuf b = { 0 };
+	struct pair *p;
+	size_t w = 0;
+	int rc;
+
+	if (!el)
+		return -FB_ENOMEM;
+	if (json_count(el)) {
+		/* merging into a filled set: the plain way */
+		for (size_t i = 0; i < n; i++)
+			if ((rc = features_attr(f, feature, names[i], values[i])) < 0)
+				return rc;
+		return 0;
+	}
+	if (!n)
+		return 0;
+	if (!(p = malloc(n * sizeof(*p))))
+		return -FB_ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		p[i] = (struct pair){ names[i], values[i], i };
+	qsort(p, n, sizeof(*p), by_name_seq);
+	for (size_t i = 0; i < n; i++)
+		if (i + 1 == n || strcmp(p[i].name, p[i + 1].name) != 0)
+			p[w++] = p[i];
+	/* built as text and parsed once: json_set_take would look every
+	 * name up again */
+	put(&b, "{", 1);
+	for (size_t i = 0; i < w; i++) {
+		if (i)
+			put(&b, ",", 1);
+		put_str(&b, p[i].name);
+		put(&b, ":", 1);
+		put_str(&b, p[i].value);
+	}
+	put(&b, "}", 1);
+	free(p);
+	if (b.oom) {
+		free(b.p);
+		return -FB_ENOMEM;
+	}
+	built = json_parse(b.p, b.len, feature, NULL);
+	free(b.p);
+	set = json_get(json_get(f->root, kind_key[FEATURES_ATTRIBUTES]), feature);
+	if (!built)
+		return -FB_ENOMEM;
+	return json_set_take(set, "elements", built);
+}

@@ -1,0 +1,111 @@
+/* nfdsrc: the built-in feature sources of NFD's nfd-worker (pci, usb, cpu,
+ * kernel, memory, network, storage, system), each a function that adds its
+ * features (keys "<source>.<feature>", element names as upstream) to a
+ * struct features and, when labels is not NULL, its labels to a json object
+ * of "feature.node.kubernetes.io/<source>-<name>": "<string>" members
+ * (booleans are "true"). Host state is read only through the hostfs prefix.
+ *
+ * Errors: a source returns 0, -FB_ENOMEM, or (after logging it) the error
+ * that made upstream's Discover fail for the whole source (an unreadable
+ * <sys>/class/net or <sys>/block); a missing or malformed attribute is
+ * logged and skipped, never fatal, as upstream does. lg may be NULL.
+ * Labels are added unchecked: nfdsrc_labels_filter applies the validity and
+ * core.labelWhiteList rules once, over every source's labels. */
+#ifndef FB_NFDSRC_H
+#define FB_NFDSRC_H
+
+#include "err.h"
+#include "features.h"
+#include "hostfs.h"
+#include "json.h"
+#include "log.h"
+#include "pci.h"
+#include "usb.h"
+
+#include <regex.h>
+#include <stddef.h>
+
+#define NFDSRC_LABEL_NS "feature.node.kubernetes.io"
+
+/* A list of strings. Borrowed: nfdsrc never frees or changes them. */
+struct nfdsrc_list {
+	const char *const *v;
+	size_t n;
+};
+
+/* sources.* of nfd-worker.conf. Every pointer is borrowed: the defaults point
+ * at static tables, and whoever fills the struct (the config parser) keeps
+ * its strings alive for as long as the config is used. A list given in the
+ * config replaces the default list wholesale, as upstream does. */
+struct nfdsrc_config {
+	struct nfdsrc_list cpu_blacklist;   /* sources.cpu.cpuid.attributeBlacklist */
+	struct nfdsrc_list cpu_whitelist;   /* ...attributeWhitelist; non-empty: only these */
+	const char *kernel_kconfig_file;    /* sources.kernel.kconfigFile: "" or NULL = search */
+	struct nfdsrc_list kernel_config_opts; /* sources.kernel.configOpts */
+	struct nfdsrc_list pci_class_whitelist; /* sources.pci.deviceClassWhitelist */
+	struct nfdsrc_list pci_label_fields;    /* sources.pci.deviceLabelFields */
+	struct nfdsrc_list usb_class_whitelist; /* sources.usb.deviceClassWhitelist */
+	struct nfdsrc_list usb_label_fields;    /* sources.usb.deviceLabelFields */
+};
+
+/* Cannot fail: upstream's defaults (cpuid blacklist AVX10 ... TDX_GUEST,
+ * configOpts NO_HZ NO_HZ_IDLE NO_HZ_FULL PREEMPT, pci 03 0b40 12 /
+ * class vendor, usb 0e ef fe ff / class vendor device). */
+void nfdsrc_config_init(struct nfdsrc_config *c);
+
+/* pci.device from a pci_list scanned with at least PCI_SRIOV | PCI_IOMMU;
+ * labels pci-<fields>.present and .sriov.capable. */
+int nfdsrc_pci(const struct nfdsrc_config *c, const struct pci_list *pl, struct features *f,
+	       struct json *labels, const struct fb_log *lg);
+
+/* usb.device from a usb_list (class-00 devices become one instance per
+ * interface, a device with iface_err is dropped); labels usb-<fields>.present. */
+int nfdsrc_usb(const struct nfdsrc_config *c, const struct usb_list *ul, struct features *f,
+	       struct json *labels, const struct fb_log *lg);
+
+/* cpu.cpuid/model/topology/cstate/pstate/security/... from <proc>/cpuinfo
+ * and <sys>/devices/system/cpu; labels cpu-cpuid.*, cpu-model.*,
+ * cpu-hardware_multithreading, cpu-pstate.*, cpu-cstate.*, cpu-security.*. */
+int nfdsrc_cpu(const struct hostfs *h, const struct nfdsrc_config *c, struct features *f,
+	       struct json *labels, const struct fb_log *lg);
+
+/* kernel.version/config/loadedmodule/enabledmodule/selinux/kvm; labels
+ * kernel-version.*, kernel-config.<configOpts>, kernel-selinux.enabled. */
+int nfdsrc_kernel(const struct hostfs *h, const struct nfdsrc_config *c, struct features *f,
+		  struct json *labels, const struct fb_log *lg);
+
+/* memory.numa/swap/nv/hugepages; labels memory-numa, memory-swap,
+ * memory-nv.present, memory-nv.dax. */
+int nfdsrc_memory(const struct hostfs *h, struct features *f, struct json *labels,
+		  const struct fb_log *lg);
+
+/* network.device/virtual; labels network-sriov.capable/.configured. */
+int nfdsrc_network(const struct hostfs *h, struct features *f, struct json *labels,
+		   const struct fb_log *lg);
+
+/* storage.block; label storage-nonrotationaldisk. */
+int nfdsrc_storage(const struct hostfs *h, struct features *f, struct json *labels,
+		   const struct fb_log *lg);
+
+/* system.osrelease/name/dmiid (nodename: the node's name, NODE_NAME upstream,
+ * may be ""); labels system-os_release.{ID,VERSION_ID,VERSION_ID.major,.minor}. */
+int nfdsrc_system(const struct hostfs *h, const char *nodename, struct features *f,
+		  struct json *labels, const struct fb_log *lg);
+
+/* core.labelWhiteList: compiles pattern as a POSIX extended regexp into re.
+ * Upstream uses Go RE2, unanchored; ERE agrees on the common subset
+ * (literals, . [] [^] * + ? {m,n} | () ^ $) but has no \d \w \s (write
+ * [0-9] [[:alnum:]_] [[:space:]]), no (?i) flags, no non-greedy *?, and no
+ * \Q...\E; such a pattern fails here or means something else. Returns 1
+ * when re was compiled (regfree it), 0 for "" (no whitelist: every label
+ * passes, as upstream's empty default), or -FB_EINVAL with ei filled. */
+int nfdsrc_whitelist_setup(regex_t *re, const char *pattern, struct fb_errinfo *ei);
+
+/* Drops, with an info line naming each, every label whose key is not a
+ * qualified name ([prefix/]name, name <= 63), whose value is not a valid
+ * label value (<= 63), or whose name part (after the '/') the whitelist
+ * (NULL: none) does not match, as upstream's worker does. Nothing is ever
+ * truncated. Returns how many were dropped, or -FB_ENOMEM. */
+int nfdsrc_labels_filter(struct json *labels, const regex_t *whitelist, const struct fb_log *lg);
+
+#endif
