@@ -1,0 +1,867 @@
+/* nfd-worker: discover node features and publish them as a NodeFeature.
+ *
+ * Mirrors kubernetes-sigs/node-feature-discovery nfd-worker v0.17-v0.19
+ * (https://github.com/kubernetes-sigs/node-feature-discovery): the same
+ * flags (one or two dashes), nfd-worker.conf, feature keys, label names and
+ * NodeFeature object, so an upstream nfd-master consumes what we publish.
+ * Sources: cpu, kernel, local (features.d), memory, network, pci, storage,
+ * system, usb. Deliberate deviations:
+ * - API errors never end the process: publishing is retried with backoff
+ *   (800 ms to 30 s) while the loop, /healthz and features.d watching go
+ *   on; upstream exits and crash-loops. --oneshot still exits 1 when it
+ *   could not publish.
+ * - The published state is remembered: a pass that changes nothing makes no
+ *   API request (upstream GETs every pass); the server is re-read after a
+ *   409/404, and once an hour to catch drift.
+ * - /healthz answers from the start, not only after the first publish.
+ * - An owner reference that cannot be built (no POD_NAME/POD_UID, Pod or
+ *   Node unreadable) is left out with a warning instead of being fatal.
+ * - --host-prefix, --node-name, --print-features, --features-dir are ours;
+ *   --port 0 picks a free port (logged). Not yet: the custom source and
+ *   --standalone (with the rules engine), executable hooks (source.d).
+ */
+#include "applets.h"
+
+#include "../core/err.h"
+#include "../core/featfile.h"
+#include "../core/features.h"
+#include "../core/hostfs.h"
+#include "../core/http.h"
+#include "../core/json.h"
+#include "../core/kube.h"
+#include "../core/labels.h"
+#include "../core/log.h"
+#include "../core/loop.h"
+#include "../core/metrics.h"
+#include "../core/nfdconf.h"
+#include "../core/nfdsrc.h"
+#include "../core/opt.h"
+#include "../core/pci.h"
+#include "../core/sysfs.h"
+#include "../core/usb.h"
+#include "../core/version.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"Usage: nfd-worker [OPTIONS]\n"
+	"\n"
+	"Discover the node's hardware and system features (pci, usb, cpu, kernel,\n"
+	"memory, network, storage, system, and local features.d files) and publish\n"
+	"them as the NodeFeature object named after the node, for nfd-master.\n";
+
+#define DEFAULT_CONFIG "/etc/kubernetes/node-feature-discovery/nfd-worker.conf"
+#define DEFAULT_FEATURES_DIR "/etc/kubernetes/node-feature-discovery/features.d"
+#define DRIFT_MS (3600 * 1000LL)
+
+/* Sources in upstream's sorted order; bit i is known[i]. */
+static const char *const known_sources[] = {
+	"cpu", "kernel", "local", "memory", "network", "pci", "storage", "system", "usb",
+};
+enum { SRC_CPU, SRC_KERNEL, SRC_LOCAL, SRC_MEMORY, SRC_NETWORK, SRC_PCI, SRC_STORAGE, SRC_SYSTEM, SRC_USB, SRC_COUNT };
+
+struct worker {
+	struct fb_log log;
+	struct hostfs h;
+	struct nfd_worker_config cfg;
+	struct nfdsrc_config src;
+	unsigned long long feat_mask, label_mask;
+	regex_t whitelist;
+	int have_whitelist;
+	const char *features_dir;
+	char node[256], ns[254];
+	const char *pod_uid;
+	char node_label[300];          /* node="..." for metrics */
+	struct loop *l;
+	struct kube *k;
+	struct http_server *srv;
+	struct metrics m;
+	int m_duration, m_errors, m_publishes, m_build;
+	char path[700], collection[400];
+	struct json *owner_refs;       /* owned array */
+	struct json *published;        /* the object last known on the server, owned */
+	char rv[64];
+	struct json *spec;             /* the spec to publish, owned */
+	int publish_pending;
+	int watch_fd;                  /* inotify on features.d, -1 */
+	int retry_timer, debounce_timer;
+	struct kube_backoff bo;
+	int ok;                        /* first publish done */
+};
+/* ---- publishing --------------------------------------------------------- */
+
+/* The NodeFeature object we want on the server. Owned by the caller. */
+static struct json *nodefeature_object(struct worker *w, const struct json *spec)
+{
+	struct json *o = json_new_object(), *md = json_new_object(), *lab = json_new_object(),
+		    *ann = json_new_object();
+
+	if (!o || !md || !lab || !ann)
+		goto nomem;
+	if (json_set_str(o, "apiVersion", "nfd.k8s-sigs.io/v1alpha1") < 0 ||
+	    json_set_str(o, "kind", "NodeFeature") < 0 || json_set_str(md, "name", w->node) < 0 ||
+	    json_set_str(md, "namespace", w->ns) < 0 ||
+	    json_set_str(lab, "nfd.node.kubernetes.io/node-name", w->node) < 0 ||
+	    json_set_str(ann, "nfd.node.kubernetes.io/worker.version", FB_VERSION) < 0 ||
+	    (w->pod_uid && *w->pod_uid &&
+	     json_set_str(ann, "nfd.node.kubernetes.io/worker.pod.uid", w->pod_uid) < 0))
+		goto nomem;
+	if (json_set_take(md, "labels", lab) < 0) {
+		lab = NULL;
+		goto nomem;
+	}
+	lab = NULL;
+	if (json_set_take(md, "annotations", ann) < 0) {
+		ann = NULL;
+		goto nomem;
+	}
+	ann = NULL;
+	if (json_count(w->owner_refs) && json_set_take(md, "ownerReferences", json_dup(w->owner_refs)) < 0)
+		goto nomem;
+	if (json_set_take(o, "metadata", md) < 0) {
+		md = NULL;
+		goto nomem;
+	}
+	md = NULL;
+	if (json_set_take(o, "spec", json_dup(spec)) < 0)
+		goto nomem;
+	return o;
+nomem:
+	json_free(lab);
+	json_free(ann);
+	json_free(md);
+	json_free(o);
+	return NULL;
+}
+
+/* What we compare: the parts of the object we own. */
+static int same_object(const struct json *have, const struct json *want)
+{
+	static const char *const md_keys[] = { "labels", "annotations", "ownerReferences" };
+	const struct json *hm = json_get(have, "metadata"), *wm = json_get(want, "metadata");
+
+	for (size_t i = 0; i < 3; i++) {
+		const struct json *a = json_get(hm, md_keys[i]), *b = json_get(wm, md_keys[i]);
+
+		if (!a != !b || (a && !json_equal(a, b)))
+			return 0;
+	}
+	return json_equal(json_get(have, "spec"), json_get(want, "spec"));
+}
+
+static void remember(struct worker *w, const struct json *server_obj, const struct json *want)
+{
+	json_free(w->published);
+	w->published = json_dup(want);
+	snprintf(w->rv, sizeof(w->rv), "%s",
+		 json_get_str(json_get(server_obj, "metadata"), "resourceVersion", ""));
+}
+
+/* Makes the server hold want. Uses the cache: no request when nothing
+ * changed since the last publish (unless confirm). Returns 0 or a negative
+ * fb_err after logging. */
+static int publish(struct worker *w, const struct json *spec, int confirm)
+{
+	struct json *want = nodefeature_object(w, spec);
+	struct kube_result res = { 0 };
+	struct fb_errinfo ei;
+	char *body = NULL, msg[1200];
+	size_t len;
+	int rc = -FB_EIO, tries;
+
+	if (!want) {
+		LOG_E(&w->log, "out of memory building the NodeFeature");
+		return -FB_ENOMEM;
+	}
+	if (!confirm && w->published && json_equal(w->published, want)) {
+		json_free(want);
+		return 0; /* steady state: nothing to say */
+	}
+	fb_errinfo_init(&ei);
+	for (tries = 0; tries < 3; tries++) {
+		int have_rv = w->published && w->rv[0] && !confirm;
+
+		kube_result_free(&res);
+		if (!have_rv) {
+			rc = kube_request(w->k, "GET", w->path, NULL, NULL, 0, &res, &ei);
+			if (rc < 0)
+				goto fail;
+			if (res.status == 404) {
+				free(body);
+				if (!(body = json_print(want, &len)))
+					goto nomem;
+				kube_result_free(&res);
+				rc = kube_request(w->k, "POST", w->collection, "application/json", body, len, &res, &ei);
+				if (rc < 0)
+					goto fail;
+				if (res.status == 409) /* created meanwhile: read it and replace */
+					continue;
+				if (res.status / 100 != 2)
+					goto status;
+				remember(w, res.body, want);
+				LOG_I(&w->log, "created NodeFeature %s/%s", w->ns, w->node);
+				goto done;
+			}
+			if (res.status != 200)
+				goto status;
+			snprintf(w->rv, sizeof(w->rv), "%s",
+				 json_get_str(json_get(res.body, "metadata"), "resourceVersion", ""));
+			if (same_object(res.body, want)) {
+				remember(w, res.body, want);
+				goto done;
+			}
+		}
+		/* replace, carrying the resourceVersion we know of */
+		{
+			struct json *md = json_get(want, "metadata");
+
+			json_set_str(md, "resourceVersion", w->rv);
+			free(body);
+			body = json_print(want, &len);
+			json_remove(md, "resourceVersion");
+			if (!body)
+				goto nomem;
+		}
+		kube_result_free(&res);
+		rc = kube_request(w->k, "PUT", w->path, "application/json", body, len, &res, &ei);
+		if (rc < 0)
+			goto fail;
+		if (res.status == 409 || res.status == 404) {
+			/* someone else changed or deleted it: read it again */
+			LOG_I(&w->log, "NodeFeature %s/%s: %d %s; reading it again", w->ns, w->node,
+			      res.status, res.reason);
+			json_free(w->published);
+			w->published = NULL;
+			w->rv[0] = '\0';
+			continue;
+		}
+		if (res.status / 100 != 2)
+			goto status;
+		remember(w, res.body, want);
+		LOG_I(&w->log, "updated NodeFeature %s/%s", w->ns, w->node);
+		goto done;
+	}
+	LOG_E(&w->log, "NodeFeature %s/%s: kept changing under us; will try again", w->ns, w->node);
+	rc = -FB_EIO;
+	goto out;
+status:
+	LOG_E(&w->log, "NodeFeature %s/%s: HTTP %d %s: %s", w->ns, w->node, res.status, res.reason,
+	      res.message);
+	rc = -FB_EIO;
+	goto out;
+nomem:
+	LOG_E(&w->log, "out of memory publishing the NodeFeature");
+	rc = -FB_ENOMEM;
+	goto out;
+fail:
+	if (rc != -FB_ECANCELED)
+		LOG_E(&w->log, "publishing NodeFeature %s/%s: %s", w->ns, w->node,
+		      fb_errinfo_str(&ei, msg, sizeof(msg)));
+	goto out;
+done:
+	rc = 0;
+out:
+	free(body);
+	kube_result_free(&res);
+	json_free(want);
+	return rc;
+}
+
+/* ownerReferences per --owner-refs, in upstream's fixed order node, pod, ds,
+ * all with blockOwnerDeletion false. pod needs POD_NAME and POD_UID; ds reads
+ * our Pod; node reads our Node. A reference that cannot be made is left out
+ * with a warning (upstream exits; we keep publishing). */
+static int add_owner(struct json *refs, const char *api, const char *kind, const char *name,
+		     const char *uid)
+{
+	struct json *r = json_new_object();
+
+	if (!r || json_set_str(r, "apiVersion", api) < 0 || json_set_str(r, "kind", kind) < 0 ||
+	    json_set_str(r, "name", name) < 0 || json_set_str(r, "uid", uid) < 0 ||
+	    json_set_take(r, "blockOwnerDeletion", json_new_bool(0)) < 0) {
+		json_free(r);
+		return -FB_ENOMEM;
+	}
+	return json_append_take(refs, r);
+}
+
+static void make_owner_refs(struct worker *w, int node, int pod, int ds)
+{
+	const char *pod_name = getenv("POD_NAME");
+	struct kube_result res;
+	struct fb_errinfo ei;
+	char path[600];
+
+	json_free(w->owner_refs);
+	w->owner_refs = json_new_array();
+	if (!w->owner_refs)
+		return;
+	if (node) {
+		snprintf(path, sizeof(path), "/api/v1/nodes/%s", w->node);
+		if (kube_request(w->k, "GET", path, NULL, NULL, 0, &res, &ei) == 0 && res.status == 200)
+			add_owner(w->owner_refs, "v1", "Node", w->node,
+				  json_get_str(json_get(res.body, "metadata"), "uid", ""));
+		else
+			LOG_W(&w->log, "owner reference to Node %s left out: cannot read it", w->node);
+		kube_result_free(&res);
+	}
+	if ((pod || ds) && (!pod_name || !*pod_name || !w->pod_uid || !*w->pod_uid)) {
+		LOG_W(&w->log, "owner references to the Pod/DaemonSet left out: POD_NAME or POD_UID not set");
+		return;
+	}
+	if (pod)
+		add_owner(w->owner_refs, "v1", "Pod", pod_name, w->pod_uid);
+	if (ds) {
+		const struct json *d = NULL;
+		int n = 0;
+
+		snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", w->ns, pod_name);
+		if (kube_request(w->k, "GET", path, NULL, NULL, 0, &res, &ei) == 0 && res.status == 200) {
+			for (const struct json *r = json_child(json_getv(res.body, "metadata", "ownerReferences", NULL));
+			     r; r = json_next(r)) {
+				if (!strcmp(json_get_str(r, "kind", ""), "DaemonSet") &&
+				    !strcmp(json_get_str(r, "apiVersion", ""), "apps/v1")) {
+					d = r;
+					n++;
+				}
+			}
+			if (n == 1)
+				add_owner(w->owner_refs, "apps/v1", "DaemonSet", json_get_str(d, "name", ""),
+					  json_get_str(d, "uid", ""));
+			else
+				LOG_W(&w->log, "owner reference to the DaemonSet left out: Pod %s has %d", pod_name, n);
+		} else {
+			LOG_W(&w->log, "owner reference to the DaemonSet left out: cannot read Pod %s", pod_name);
+		}
+		kube_result_free(&res);
+	}
+}
+
+/* ---- discovery ---------------------------------------------------------- */
+
+static int enabled(unsigned long long mask, int src)
+{
+	return (mask >> src) & 1;
+}
+
+/* One full pass: every enabled source into a new spec {features, labels}. */
+static struct json *discover(struct worker *w)
+{
+	struct features f, scratch;
+	struct json *labels = json_new_object(), *spec = NULL;
+	struct fb_errinfo ei;
+	long long t0 = loop_now_ms();
+	unsigned long long any = w->feat_mask | w->label_mask;
+	char msg[1200];
+
+	if (!labels || features_init(&f) < 0) {
+		json_free(labels);
+		return NULL;
+	}
+	if (features_init(&scratch) < 0) {
+		features_free(&f);
+		json_free(labels);
+		return NULL;
+	}
+#define FEAT(src) (enabled(w->feat_mask, src) ? &f : &scratch)
+#define LAB(src) (enabled(w->label_mask, src) ? labels : NULL)
+	if (enabled(any, SRC_CPU))
+		nfdsrc_cpu(&w->h, &w->src, FEAT(SRC_CPU), LAB(SRC_CPU), &w->log);
+	if (enabled(any, SRC_KERNEL))
+		nfdsrc_kernel(&w->h, &w->src, FEAT(SRC_KERNEL), LAB(SRC_KERNEL), &w->log);
+	if (enabled(any, SRC_MEMORY))
+		nfdsrc_memory(&w->h, FEAT(SRC_MEMORY), LAB(SRC_MEMORY), &w->log);
+	if (enabled(any, SRC_NETWORK))
+		nfdsrc_network(&w->h, FEAT(SRC_NETWORK), LAB(SRC_NETWORK), &w->log);
+	if (enabled(any, SRC_PCI)) {
+		struct pci_list pl;
+
+		pci_list_init(&pl);
+		fb_errinfo_init(&ei);
+		if (pci_scan(&w->h, PCI_SRIOV | PCI_IOMMU, &pl, &w->log, &ei) < 0)
+			LOG_E(&w->log, "pci: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		else
+			nfdsrc_pci(&w->src, &pl, FEAT(SRC_PCI), LAB(SRC_PCI), &w->log);
+		pci_list_free(&pl);
+	}
+	if (enabled(any, SRC_STORAGE))
+		nfdsrc_storage(&w->h, FEAT(SRC_STORAGE), LAB(SRC_STORAGE), &w->log);
+	if (enabled(any, SRC_SYSTEM))
+		nfdsrc_system(&w->h, w->node, FEAT(SRC_SYSTEM), LAB(SRC_SYSTEM), &w->log);
+	if (enabled(any, SRC_USB)) {
+		struct usb_list ul;
+
+		usb_list_init(&ul);
+		fb_errinfo_init(&ei);
+		if (usb_scan(&w->h, &ul, &w->log, &ei) < 0)
+			LOG_E(&w->log, "usb: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		else
+			nfdsrc_usb(&w->src, &ul, FEAT(SRC_USB), LAB(SRC_USB), &w->log);
+		usb_list_free(&ul);
+	}
+	/* local last: it overrides the built-ins (upstream priority 20) */
+	if (enabled(any, SRC_LOCAL)) {
+		struct json *ll = NULL, *lf = NULL;
+		int rc;
+
+		fb_errinfo_init(&ei);
+		rc = featfile_read_dir(w->features_dir, NULL, &w->log, &ll, &lf, &ei);
+		if (rc < 0 && rc != -FB_ENOENT)
+			LOG_E(&w->log, "local: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		if (rc == 0) {
+			for (const struct json *e = json_child(ll); e; e = json_next(e)) {
+				if (enabled(w->feat_mask, SRC_LOCAL))
+					features_attr(&f, "local.label", json_key(e), json_str(e));
+				if (enabled(w->label_mask, SRC_LOCAL))
+					json_set_str(labels, json_key(e), json_str(e));
+			}
+			for (const struct json *e = json_child(lf); e; e = json_next(e))
+				if (enabled(w->feat_mask, SRC_LOCAL))
+					features_attr(&f, "local.feature", json_key(e), json_str(e));
+		}
+		json_free(ll);
+		json_free(lf);
+	}
+#undef FEAT
+#undef LAB
+	nfdsrc_labels_filter(labels, w->have_whitelist ? &w->whitelist : NULL, &w->log);
+	for (size_t i = 0; i < w->cfg.core.no_publish_features.n; i++)
+		features_drop(&f, w->cfg.core.no_publish_features.v[i]);
+	features_sort(&f); /* upstream's (Go's) key order, so prints compare byte for byte */
+	spec = json_new_object();
+	if (spec && (json_set_take(spec, "features", f.root) < 0 || json_set_take(spec, "labels", labels) < 0)) {
+		f.root = labels = NULL;
+		json_free(spec);
+		spec = NULL;
+	} else if (spec) {
+		f.root = labels = NULL;
+	}
+	features_free(&f);
+	features_free(&scratch);
+	json_free(labels);
+	metrics_observe(&w->m, w->m_duration, (double)(loop_now_ms() - t0) / 1000.0);
+	LOG_V(&w->log, 1, "discovery took %lld ms", loop_now_ms() - t0);
+	return spec;
+}
+
+/* ---- the loop ----------------------------------------------------------- */
+
+static void on_retry(void *ctx);
+
+static void try_publish(struct worker *w, int confirm)
+{
+	if (!w->spec)
+		return;
+	if (publish(w, w->spec, confirm) == 0) {
+		w->ok = 1;
+		kube_backoff_reset(&w->bo);
+		metrics_inc(&w->m, w->m_publishes, 1);
+		return;
+	}
+	if (loop_signal(w->l))
+		return;
+	metrics_inc(&w->m, w->m_errors, 1);
+	loop_timer_cancel(w->l, w->retry_timer);
+	w->retry_timer = loop_timer(w->l, kube_backoff_next(&w->bo), on_retry, w);
+}
+
+static void on_retry(void *ctx)
+{
+	struct worker *w = ctx;
+
+	w->retry_timer = 0;
+	try_publish(w, 1);
+}
+
+static void pass(struct worker *w)
+{
+	struct json *spec = discover(w);
+
+	if (!spec) {
+		LOG_E(&w->log, "out of memory during discovery");
+		return;
+	}
+	json_free(w->spec);
+	w->spec = spec;
+	if (!w->retry_timer) /* a retry is pending: it will publish the newest spec */
+		try_publish(w, 0);
+}
+
+static void on_sleep(void *ctx)
+{
+	struct worker *w = ctx;
+
+	pass(w);
+	if (w->cfg.core.sleep_interval_ms > 0)
+		loop_timer(w->l, w->cfg.core.sleep_interval_ms, on_sleep, w);
+}
+
+static void on_drift(void *ctx)
+{
+	struct worker *w = ctx;
+
+	if (!w->retry_timer)
+		try_publish(w, 1);
+	loop_timer(w->l, DRIFT_MS, on_drift, w);
+}
+
+static void watch_features(struct worker *w);
+
+static void on_debounced(void *ctx)
+{
+	struct worker *w = ctx;
+
+	w->debounce_timer = 0;
+	pass(w);
+}
+
+static void on_inotify(void *ctx, int fd, short revents)
+{
+	struct worker *w = ctx;
+	int what = featfile_watch_drain(fd);
+
+	(void)revents;
+	if (what < 0 || (what & FEATFILE_WATCH_GONE)) {
+		loop_unwatch(w->l, fd);
+		close(fd);
+		w->watch_fd = -1;
+	}
+	if (what != 0 && !w->debounce_timer) /* a burst of writes: one pass */
+		w->debounce_timer = loop_timer(w->l, 100, on_debounced, w);
+}
+
+/* (Re)opens the inotify watch; a missing directory is tried again later. */
+static void watch_features(struct worker *w)
+{
+	struct fb_errinfo ei;
+
+	if (w->watch_fd >= 0 || !enabled(w->feat_mask | w->label_mask, SRC_LOCAL))
+		return;
+	w->watch_fd = featfile_watch_open(w->features_dir, &ei);
+	if (w->watch_fd >= 0)
+		loop_watch(w->l, w->watch_fd, POLLIN, on_inotify, w);
+}
+
+static void on_rewatch(void *ctx)
+{
+	struct worker *w = ctx;
+
+	if (w->watch_fd < 0) {
+		watch_features(w);
+		if (w->watch_fd >= 0)
+			pass(w); /* it appeared: read it now */
+	}
+	loop_timer(w->l, 5000, on_rewatch, w);
+}
+
+static void serve(void *ctx, const char *method, const char *path, struct http_reply *r)
+{
+	struct worker *w = ctx;
+
+	(void)method;
+	if (strcmp(path, "/healthz") == 0) {
+		r->status = 200;
+		http_reply_printf(r, "ok\n");
+	} else if (strcmp(path, "/metrics") == 0) {
+		size_t need = metrics_render(&w->m, NULL, 0) + 1;
+		char *room = http_reply_room(r, need);
+
+		if (room) {
+			metrics_render(&w->m, room, need);
+			http_reply_commit(r, need - 1);
+		}
+		r->status = 200;
+		r->content_type = "text/plain; version=0.0.4";
+	}
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+/* The worker's namespace: its service account's, else KUBERNETES_NAMESPACE,
+ * else the kubeconfig context's (default "default"). */
+static void find_namespace(struct worker *w, const char *fallback)
+{
+	char *ns = NULL;
+	const char *env = getenv("KUBERNETES_NAMESPACE");
+
+	if (sysfs_read_alloc(AT_FDCWD, KUBE_SA_DIR "/namespace", 256, &ns) > 0) {
+		snprintf(w->ns, sizeof(w->ns), "%.*s", (int)strcspn(ns, "\n"), ns);
+	} else if (env && *env) {
+		snprintf(w->ns, sizeof(w->ns), "%s", env);
+	} else {
+		snprintf(w->ns, sizeof(w->ns), "%s", fallback && *fallback ? fallback : "default");
+	}
+	free(ns);
+}
+
+static int print_labels(const struct json *labels)
+{
+	size_t n = json_count(labels), i = 0;
+	const struct json **v = calloc(n + 1, sizeof(*v));
+
+	if (!v)
+		return 1;
+	for (const struct json *e = json_child(labels); e; e = json_next(e))
+		v[i++] = e;
+	/* sorted by key, byte order */
+	for (size_t a = 1; a < n; a++)
+		for (size_t b = a; b > 0 && strcmp(json_key(v[b - 1]), json_key(v[b])) > 0; b--) {
+			const struct json *t = v[b];
+
+			v[b] = v[b - 1];
+			v[b - 1] = t;
+		}
+	for (i = 0; i < n; i++)
+		printf("%s=%s\n", json_key(v[i]), json_str(v[i]));
+	free(v);
+	return fflush(stdout) != 0 || ferror(stdout);
+}
+
+int nfd_worker_main(int argc, char **argv)
+{
+	static const double buckets[] = { 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1 };
+	struct worker w;
+	const char *config = DEFAULT_CONFIG, *options = NULL, *kubeconfig = NULL, *host = NULL;
+	const char *node_name = NULL, *owner_refs = NULL, *feat_src = NULL, *label_src = NULL;
+	const char *no_pub_feat = NULL;
+	int oneshot = 0, no_publish = 0, print_features = 0, seen_owner = 0, seen_nopubfeat = 0;
+	int seen_v = 0, first, rc, ret = 1, owners;
+	long verbosity = 0, port = 8080;
+	struct fb_errinfo ei;
+	char msg[1200], addr[32], hostname[256];
+	struct opt opts[] = {
+		{ .lo = "config", .kind = OPT_STR, .dst = &config, .arg = "PATH",
+		  .help = "config file (default " DEFAULT_CONFIG "; missing = defaults)" },
+		{ .lo = "options", .kind = OPT_STR, .dst = &options, .arg = "YAML",
+		  .help = "config in the file's format, applied over the file" },
+		{ .lo = "kubeconfig", .kind = OPT_STR, .dst = &kubeconfig, .arg = "PATH",
+		  .help = "kubeconfig (default $KUBECONFIG, in-cluster, ~/.kube/config)" },
+		{ .lo = "oneshot", .kind = OPT_FLAG, .dst = &oneshot,
+		  .help = "discover and publish once, then exit (1 if publishing failed)" },
+		{ .lo = "no-publish", .kind = OPT_FLAG, .dst = &no_publish,
+		  .help = "no API access: print the labels as key=value lines" },
+		{ .lo = "print-features", .kind = OPT_FLAG, .dst = &print_features,
+		  .help = "with --no-publish: print the NodeFeature object as JSON instead" },
+		{ .lo = "feature-sources", .kind = OPT_STR, .dst = &feat_src, .arg = "LIST",
+		  .help = "comma list of feature sources, \"all\", \"-name\" disables" },
+		{ .lo = "label-sources", .kind = OPT_STR, .dst = &label_src, .arg = "LIST",
+		  .help = "comma list of label sources, \"all\", \"-name\" disables" },
+		{ .lo = "no-publish-features", .kind = OPT_STR, .dst = &no_pub_feat, .seen = &seen_nopubfeat,
+		  .arg = "LIST", .help = "features not to publish: \"src.feature\" or \"src.*\"" },
+		{ .lo = "owner-refs", .kind = OPT_STR, .dst = &owner_refs, .seen = &seen_owner, .arg = "LIST",
+		  .help = "owner references of the NodeFeature: node,pod,ds (default pod,ds; empty: none)" },
+		{ .lo = "port", .kind = OPT_INT, .dst = &port, .min = 0, .max = 65535, .arg = "N",
+		  .help = "serve /metrics and /healthz on this port (default 8080; 0: any free port)" },
+		{ .lo = "host-prefix", .kind = OPT_STR, .dst = &host, .arg = "P",
+		  .help = "read host sys/proc/etc at P+\"sys\"... (default /host- if /host-sys exists, else /)" },
+		{ .lo = "node-name", .kind = OPT_STR, .dst = &node_name, .arg = "NAME",
+		  .help = "the node (default $NODE_NAME, else the host name)" },
+		{ .lo = "features-dir", .kind = OPT_STR, .dst = &w.features_dir, .arg = "DIR",
+		  .help = "local feature files (default " DEFAULT_FEATURES_DIR ")" },
+		{ .lo = "v", .so = 'v', .kind = OPT_INT, .dst = &verbosity, .seen = &seen_v, .min = 0,
+		  .max = 10, .arg = "N", .help = "log verbosity" },
+	};
+	const struct opt_spec spec = { "nfd-worker", usage, opts, sizeof(opts) / sizeof(opts[0]) };
+
+	memset(&w, 0, sizeof(w));
+	w.watch_fd = -1;
+	w.features_dir = DEFAULT_FEATURES_DIR;
+	log_init(&w.log);
+	nfdconf_init(&w.cfg);
+	metrics_init(&w.m);
+	rc = opt_parse(&spec, argc, argv, &first);
+	if (rc == OPT_EXIT)
+		return 0;
+	if (rc < 0)
+		return rc == -FB_EUSAGE ? 2 : 1;
+	if (first < argc) {
+		fprintf(stderr, "nfd-worker: unexpected argument '%s'\nTry 'nfd-worker --help' for more information.\n",
+			argv[first]);
+		return 2;
+	}
+	w.log.v = (int)verbosity;
+	/* defaults < file < --options < flags */
+	fb_errinfo_init(&ei);
+	if (nfdconf_load_file(&w.cfg, config, &w.log, &ei) < 0 ||
+	    (options && nfdconf_apply_yaml(&w.cfg, options, strlen(options), "--options", &w.log, &ei) < 0)) {
+		LOG_E(&w.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		goto out;
+	}
+	if (!seen_v)
+		w.log.v = w.cfg.core.klog_v;
+	if (no_publish)
+		w.cfg.core.no_publish = 1;
+	{
+		/* comma lists from flags replace the config's */
+		struct { const char *s; struct nfd_strlist *l; int given; } fl[] = {
+			{ feat_src, &w.cfg.core.feature_sources, feat_src != NULL },
+			{ label_src, &w.cfg.core.label_sources, label_src != NULL },
+			{ no_pub_feat, &w.cfg.core.no_publish_features, seen_nopubfeat },
+			{ owner_refs, &w.cfg.core.owner_refs, seen_owner },
+		};
+		for (size_t i = 0; i < sizeof(fl) / sizeof(fl[0]); i++) {
+			const char *items[64];
+			char *copy;
+			size_t n = 0;
+
+			if (!fl[i].given)
+				continue;
+			if (!(copy = strdup(fl[i].s)))
+				goto out;
+			for (char *p = copy, *next; p && *p && n < 64; p = next) {
+				next = strchr(p, ',');
+				if (next)
+					*next++ = '\0';
+				if (*p)
+					items[n++] = p;
+			}
+			rc = nfdconf_list_set(fl[i].l, items, n);
+			free(copy);
+			if (rc < 0)
+				goto out;
+		}
+	}
+	owners = nfdconf_owner_refs(&w.cfg.core.owner_refs, &ei);
+	if (owners < 0) {
+		fprintf(stderr, "nfd-worker: --owner-refs: %s\n", ei.detail);
+		ret = 2;
+		goto out;
+	}
+	w.feat_mask = nfdconf_sources_mask(&w.cfg.core.feature_sources, known_sources, SRC_COUNT,
+					   (1ULL << SRC_COUNT) - 1, "featureSources", &w.log);
+	w.label_mask = nfdconf_sources_mask(&w.cfg.core.label_sources, known_sources, SRC_COUNT,
+					    (1ULL << SRC_COUNT) - 1, "labelSources", &w.log);
+	nfdsrc_config_init(&w.src);
+#define LIST(dst, from) (dst).v = (from).v, (dst).n = (from).n
+	LIST(w.src.cpu_blacklist, w.cfg.cpuid.attribute_blacklist);
+	LIST(w.src.cpu_whitelist, w.cfg.cpuid.attribute_whitelist);
+	LIST(w.src.kernel_config_opts, w.cfg.kernel.config_opts);
+	LIST(w.src.pci_class_whitelist, w.cfg.pci.device_class_whitelist);
+	LIST(w.src.pci_label_fields, w.cfg.pci.device_label_fields);
+	LIST(w.src.usb_class_whitelist, w.cfg.usb.device_class_whitelist);
+	LIST(w.src.usb_label_fields, w.cfg.usb.device_label_fields);
+#undef LIST
+	w.src.kernel_kconfig_file = w.cfg.kernel.kconfig_file;
+	rc = nfdsrc_whitelist_setup(&w.whitelist, w.cfg.core.label_whitelist, &ei);
+	if (rc < 0) {
+		LOG_E(&w.log, "core.labelWhiteList: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		goto out;
+	}
+	w.have_whitelist = rc == 1;
+	hostfs_init(&w.h);
+	if (hostfs_setup(&w.h, host) < 0) {
+		fprintf(stderr, "nfd-worker: --host-prefix is too long\n");
+		ret = 2;
+		goto out;
+	}
+	if (!node_name || !*node_name)
+		node_name = getenv("NODE_NAME");
+	if (!node_name || !*node_name) {
+		if (gethostname(hostname, sizeof(hostname)) < 0)
+			hostname[0] = '\0';
+		hostname[sizeof(hostname) - 1] = '\0';
+		node_name = hostname;
+	}
+	snprintf(w.node, sizeof(w.node), "%s", node_name);
+	if (!labels_valid_prefix(w.node, strlen(w.node))) {
+		LOG_E(&w.log, "node name \"%s\" is not a valid Kubernetes object name", w.node);
+		ret = 2;
+		goto out;
+	}
+	w.pod_uid = getenv("POD_UID");
+	snprintf(w.node_label, sizeof(w.node_label), "node=\"%s\"", w.node);
+	w.m_build = metrics_add(&w.m, METRIC_GAUGE, "nfd_worker_build_info", "version=\"" FB_VERSION "\"",
+				"Build information; the value is the start time");
+	metrics_set(&w.m, w.m_build, (double)time(NULL));
+	w.m_duration = metrics_add_histogram(&w.m, "nfd_worker_feature_discovery_duration_seconds",
+					     w.node_label, "Time taken by one feature discovery pass",
+					     buckets, sizeof(buckets) / sizeof(buckets[0]));
+	w.m_publishes = metrics_add(&w.m, METRIC_COUNTER, "nfd_worker_publish_total", "",
+				    "NodeFeature publishes that succeeded");
+	w.m_errors = metrics_add(&w.m, METRIC_COUNTER, "nfd_worker_publish_errors_total", "",
+				 "NodeFeature publishes that failed and were retried");
+
+	if (w.cfg.core.no_publish) {
+		struct json *spec2 = discover(&w), *obj;
+
+		if (!spec2)
+			goto out;
+		find_namespace(&w, NULL);
+		if (print_features) {
+			char *s;
+
+			obj = nodefeature_object(&w, spec2);
+			s = obj ? json_print(obj, NULL) : NULL;
+			ret = s ? (printf("%s\n", s), fflush(stdout) != 0 || ferror(stdout)) : 1;
+			free(s);
+			json_free(obj);
+		} else {
+			ret = print_labels(json_get(spec2, "labels"));
+		}
+		json_free(spec2);
+		goto out;
+	}
+
+	/* publishing modes need the API */
+	{
+		struct kube_opts ko;
+		struct kube_config kc;
+
+		kube_opts_init(&ko);
+		ko.kubeconfig = kubeconfig;
+		if (loop_new(&w.l, &ei) < 0 || kube_config_load(&kc, &ko, &ei) < 0) {
+			LOG_E(&w.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+			goto out;
+		}
+		rc = kube_new(&w.k, &kc, &ko, &w.log, loop_cancel_fd(w.l), &ei);
+		find_namespace(&w, kc.namespace_);
+		kube_config_free(&kc);
+		if (rc < 0) {
+			LOG_E(&w.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+			goto out;
+		}
+		kube_backoff_init(&w.bo, ko.backoff_base_ms, ko.backoff_max_ms, (unsigned)getpid());
+	}
+	snprintf(w.collection, sizeof(w.collection), "/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/%s/nodefeatures", w.ns);
+	snprintf(w.path, sizeof(w.path), "%s/%s", w.collection, w.node);
+	make_owner_refs(&w, owners & NFDCONF_OWNER_NODE, owners & NFDCONF_OWNER_POD, owners & NFDCONF_OWNER_DS);
+	if (oneshot) {
+		w.spec = discover(&w);
+		ret = w.spec && publish(&w, w.spec, 0) == 0 ? 0 : 1;
+		goto out;
+	}
+	snprintf(addr, sizeof(addr), ":%ld", port);
+	if (http_server_new(&w.srv, w.l, addr, serve, &w, &ei) < 0) {
+		/* probes will fail and say so; discovery and publishing go on */
+		LOG_E(&w.log, "serving /healthz and /metrics: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+	} else {
+		LOG_I(&w.log, "serving /healthz and /metrics on port %d", http_server_port(w.srv));
+	}
+	watch_features(&w);
+	loop_timer(w.l, 0, on_sleep, &w);
+	loop_timer(w.l, DRIFT_MS, on_drift, &w);
+	loop_timer(w.l, 5000, on_rewatch, &w);
+	loop_run(w.l);
+	LOG_I(&w.log, "stopping (signal %d)", loop_signal(w.l));
+	ret = 0;
+out:
+	if (w.watch_fd >= 0)
+		close(w.watch_fd);
+	http_server_free(w.srv);
+	json_free(w.spec);
+	json_free(w.published);
+	json_free(w.owner_refs);
+	kube_free(w.k);
+	loop_free(w.l);
+	if (w.have_whitelist)
+		regfree(&w.whitelist);
+	nfdconf_free(&w.cfg);
+	return ret;
+}

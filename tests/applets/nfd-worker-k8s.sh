@@ -1,0 +1,111 @@
+# nfd-worker publishing its NodeFeature to the test API server.
+. "$(dirname "$0")/testing.sh"
+. "$FB_TOP/tests/k8s/start.sh"
+F=$FB_TOP/tests/fixtures
+trap 'k8s_stop; [ -n "${wpid:-}" ] && kill -9 $wpid 2>/dev/null; rm -rf "$W"' EXIT
+
+k8s_start "$W/k8s" || { fail "test API server starts"; exit 1; }
+S=$K8S_DIR
+NSP=node-feature-discovery
+printf '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"%s"}}' $NSP | k8s_ctl put /api/v1/namespaces/$NSP - >/dev/null
+printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"node1"}}' | k8s_ctl put /api/v1/nodes/node1 - >/dev/null
+printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"nfd-worker-abcde","namespace":"%s","ownerReferences":[{"apiVersion":"apps/v1","kind":"DaemonSet","name":"nfd-worker","uid":"ds-uid-1","controller":true}]}}' $NSP |
+	k8s_ctl put /api/v1/namespaces/$NSP/pods/nfd-worker-abcde - >/dev/null
+# the worker's RBAC as upstream's: nodefeatures, and get on its own Pod and Node
+k8s_ctl set-rules node1 - >/dev/null <<'JSON'
+[{"verbs": ["get", "list", "watch"], "resources": ["nodes"]},
+ {"verbs": ["get"], "resources": ["pods"]},
+ {"verbs": ["get", "list", "watch", "create", "update", "patch", "delete"], "resources": ["nodefeatures"]}]
+JSON
+mkdir -p "$W/root" "$W/fd"
+cp -r "$F/nfd/rpi4/." "$W/root/" && cp -r "$F/sysfs/rpi4/." "$W/root/"
+echo "edge.example.com/site=lab" >"$W/fd/site"
+NFP=/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/$NSP/nodefeatures/node1
+export KUBERNETES_NAMESPACE=$NSP POD_NAME=nfd-worker-abcde POD_UID=pod-uid-1
+NW="$FB nfd-worker --kubeconfig $S/kubeconfig-node1 --node-name node1 --config $W/none.conf --host-prefix $W/root/ --features-dir $W/fd"
+nf() { k8s_ctl get $NFP; }
+nf_label() { nf | python3 -c 'import json,sys; print(json.load(sys.stdin)["spec"]["labels"].get(sys.argv[1], "-"))' "$1"; }
+wait_for() { # SECONDS COMMAND...
+	local end=$(( $(date +%s) + $1 ))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ "$(date +%s)" -lt "$end" ] || return 1
+		sleep 0.2
+	done
+}
+
+# 1. --oneshot: the object, exactly as upstream's worker makes it.
+testing "--oneshot publishes and exits 0" "$NW --oneshot 2>$W/one.log; echo \$?" "0\n"
+check "NodeFeature: upstream shape" python3 - "$(nf)" <<'PY'
+import json, sys
+o = json.loads(sys.argv[1])
+md = o["metadata"]
+assert o["apiVersion"] == "nfd.k8s-sigs.io/v1alpha1" and o["kind"] == "NodeFeature"
+assert md["name"] == "node1" and md["namespace"] == "node-feature-discovery", md
+assert md["labels"] == {"nfd.node.kubernetes.io/node-name": "node1"}, md["labels"]
+assert md["annotations"] == {"nfd.node.kubernetes.io/worker.version": "0.1.0",
+                             "nfd.node.kubernetes.io/worker.pod.uid": "pod-uid-1"}, md["annotations"]
+refs = [(r["kind"], r["name"], r["uid"], r["blockOwnerDeletion"]) for r in md["ownerReferences"]]
+assert refs == [("Pod", "nfd-worker-abcde", "pod-uid-1", False), ("DaemonSet", "nfd-worker", "ds-uid-1", False)], refs
+l = o["spec"]["labels"]
+assert l["feature.node.kubernetes.io/usb-fe_1a6e_089a.present"] == "true"
+assert l["feature.node.kubernetes.io/usb-ff_03e7_2485.present"] == "true"
+assert l["edge.example.com/site"] == "lab"
+f = o["spec"]["features"]
+assert "usb.device" in f["instances"] and "local.label" in f["attributes"], sorted(f["instances"])
+PY
+testing "--owner-refs=node: a reference to the Node with its uid" \
+	"$NW --oneshot --owner-refs=node 2>/dev/null; nf | python3 -c 'import json,sys; print([(r[\"kind\"], r[\"name\"], r[\"uid\"] != \"\") for r in json.load(sys.stdin)[\"metadata\"][\"ownerReferences\"]])'" \
+	"[('Node', 'node1', True)]\n"
+testing "--owner-refs= (empty): none" \
+	"$NW --oneshot --owner-refs= 2>/dev/null; nf | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"metadata\"].get(\"ownerReferences\", []))'" "[]\n"
+
+# 2. The daemon: steady state costs nothing; a features.d change is
+#    published within a second or two, once.
+$NW --options '{"core":{"sleepInterval":"1s"}}' --port 0 >"$W/w.log" 2>&1 &
+wpid=$!
+check "daemon publishes" wait_for 15 grep -q 'NodeFeature node-feature-discovery/node1' "$W/w.log"
+port=$(sed -n 's/.*serving \/healthz and \/metrics on port \([0-9]*\).*/\1/p' "$W/w.log")
+testing "/healthz answers 200" "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/healthz" "200"
+testing "/metrics has the upstream discovery histogram" \
+	"curl -s http://127.0.0.1:$port/metrics | grep -c -e '^nfd_worker_feature_discovery_duration_seconds_count{node=\"node1\"}' -e '^nfd_worker_build_info{version='" "2\n"
+sleep 1
+k8s_ctl clear-log
+sleep 3.5
+testing "three more discovery passes, no change: zero API requests" "k8s_ctl count '*' '^/api'" "0\n"
+echo "edge.example.com/rack=r7" >>"$W/fd/site"
+check "a features.d change is published promptly" wait_for 5 sh -c "[ \"\$(cd $FB_TOP && . tests/k8s/start.sh && K8S_DIR=$S k8s_ctl get $NFP | grep -c r7)\" -ge 1 ]"
+sleep 1.5
+testing "published once" "k8s_ctl count PUT '^$NFP\$'" "1\n"
+
+# 3. Someone else replaced the object: our next write gets 409, re-reads, wins.
+nf | python3 -c 'import json,sys; o=json.load(sys.stdin); o["spec"]["labels"]["intruder"]="x"; print(json.dumps(o))' |
+	k8s_ctl put $NFP - >/dev/null
+k8s_ctl clear-log
+echo "edge.example.com/row=3" >>"$W/fd/site"
+check "after a 409 the worker re-reads and replaces" wait_for 10 sh -c "cd $FB_TOP && . tests/k8s/start.sh && K8S_DIR=$S k8s_ctl get $NFP | grep -q '\"edge.example.com/row\"' && ! K8S_DIR=$S k8s_ctl get $NFP | grep -q intruder"
+testing "the 409 happened" "k8s_ctl count PUT '^$NFP\$' --status 409 | awk '{ print (\$1 >= 1) }'" "1\n"
+
+# 4. API down for a while: still running, publishes after recovery.
+port_api=$K8S_PORT
+k8s_stop
+echo "edge.example.com/after=outage" >>"$W/fd/site"
+sleep 3
+check "API down: the worker is still running" kill -0 $wpid
+testing "API down: /healthz still answers" "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/healthz" "200"
+k8s_start "$S" --port "$port_api" || fail "API server restarts"
+printf '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"%s"}}' $NSP | k8s_ctl put /api/v1/namespaces/$NSP - >/dev/null
+check "API back: the NodeFeature is published again" wait_for 40 sh -c "cd $FB_TOP && . tests/k8s/start.sh && K8S_DIR=$S k8s_ctl get $NFP 2>/dev/null | grep -q outage"
+check "and the worker never exited" kill -0 $wpid
+testing "no token text in the worker's log" "grep -c \"\$(cat $S/tokens/node1)\" $W/w.log" "0\n"
+
+# 5. SIGTERM: exit 0 within 2 s.
+t0=$(date +%s%N)
+kill -TERM $wpid
+wait $wpid
+rc=$?
+t1=$(date +%s%N)
+wpid=
+testing "SIGTERM: exit 0 within 2 s" "echo $rc; [ \$(( ($t1 - $t0) / 1000000 )) -lt 2000 ] && echo fast" "0\nfast\n"
+
+done_testing

@@ -1,0 +1,128 @@
+# nfd-worker without an API server: labels and the NodeFeature object from
+# fixture hosts, config and flags, features.d.
+. "$(dirname "$0")/testing.sh"
+F=$FB_TOP/tests/fixtures
+NS=feature.node.kubernetes.io
+
+# Host roots: an x86 GPU server and a Raspberry Pi 4 with its USB devices.
+mkdir -p "$W/gpu" "$W/pi" "$W/fd" "$W/empty"
+cp -r "$F/nfd/x86-server/." "$W/gpu/" && cp -r "$F/sysfs/gpuserver/." "$W/gpu/"
+cp -r "$F/nfd/rpi4/." "$W/pi/" && cp -r "$F/sysfs/rpi4/." "$W/pi/"
+NW="$FB nfd-worker --config $W/none.conf --node-name node1"
+
+# 1. Labels a user of each machine checks (everything but the cpuid flags).
+testing "GPU server: labels" \
+	"$NW --no-publish --host-prefix $W/gpu/ --features-dir $W/empty 2>/dev/null | grep -v cpu-cpuid" \
+	"$NS/cpu-cstate.enabled=true
+$NS/cpu-hardware_multithreading=true
+$NS/cpu-model.family=6
+$NS/cpu-model.hypervisor=none
+$NS/cpu-model.id=85
+$NS/cpu-model.vendor_id=Intel
+$NS/cpu-pstate.scaling_governor=performance
+$NS/cpu-pstate.status=active
+$NS/cpu-pstate.turbo=true
+$NS/kernel-config.NO_HZ=true
+$NS/kernel-config.NO_HZ_IDLE=true
+$NS/kernel-version.full=6.1.0-18-amd64
+$NS/kernel-version.major=6
+$NS/kernel-version.minor=1
+$NS/kernel-version.revision=0
+$NS/memory-numa=true
+$NS/memory-nv.dax=true
+$NS/memory-nv.present=true
+$NS/memory-swap=true
+$NS/network-sriov.capable=true
+$NS/network-sriov.configured=true
+$NS/pci-0300_1a03.present=true
+$NS/pci-0302_10de.present=true
+$NS/pci-0302_10de.sriov.capable=true
+$NS/pci-0b40_8086.present=true
+$NS/pci-0b40_8086.sriov.capable=true
+$NS/storage-nonrotationaldisk=true
+$NS/system-os_release.ID=debian
+$NS/system-os_release.VERSION_ID=12
+$NS/system-os_release.VERSION_ID.major=12\n"
+testing "GPU server: blacklisted cpuid flags are not labels, others are" \
+	"$NW --no-publish --host-prefix $W/gpu/ --features-dir $W/empty 2>/dev/null | grep -c -e 'cpuid.SSE2=' -e 'cpuid.AVX512F='" "1\n"
+testing "GPU server: the incomplete PCI device is skipped with a warning" \
+	"$NW --no-publish --host-prefix $W/gpu/ --features-dir $W/empty 2>&1 >/dev/null | grep -c 'skipping device 0000:00:1f.2: vendor: not found'" "1\n"
+testing "Raspberry Pi: USB accelerators labelled, bridges and hubs not" \
+	"$NW --no-publish --host-prefix $W/pi/ --features-dir $W/empty 2>/dev/null | grep -e usb- -e pci-" \
+	"$NS/usb-0e_1908_2311.present=true\n$NS/usb-fe_1a6e_089a.present=true\n$NS/usb-ff_03e7_2485.present=true\n"
+
+# 2. Sources, config and --options.
+testing "--label-sources=pci: only PCI labels" \
+	"$NW --no-publish --host-prefix $W/gpu/ --features-dir $W/empty --label-sources=pci 2>/dev/null | cut -d- -f1 | sort -u" \
+	"$NS/pci\n"
+testing "-label-sources=all,-cpu (one dash, Go style): no cpu labels" \
+	"$NW -no-publish -host-prefix $W/gpu/ -features-dir $W/empty -label-sources=all,-cpu 2>/dev/null | grep -c cpu-" "0\n"
+testing "--options replaces the PCI class whitelist" \
+	"$NW --no-publish --host-prefix $W/gpu/ --features-dir $W/empty --label-sources=pci --options '{\"sources\":{\"pci\":{\"deviceClassWhitelist\":[\"0b40\"],\"deviceLabelFields\":[\"vendor\",\"class\",\"device\"]}}}' 2>/dev/null" \
+	"$NS/pci-0b40_8086_4940.present=true\n$NS/pci-0b40_8086_4940.sriov.capable=true\n"
+cat >"$W/worker.conf" <<'CONF'
+core:
+  labelSources: [usb]
+sources:
+  usb:
+    deviceClassWhitelist: ["fe"]
+CONF
+testing "config file: lists replace the defaults" \
+	"$NW --config $W/worker.conf --no-publish --host-prefix $W/pi/ --features-dir $W/empty 2>/dev/null" "$NS/usb-fe_1a6e_089a.present=true\n"
+testing "flags beat the config file" \
+	"$NW --config $W/worker.conf --label-sources=system --no-publish --host-prefix $W/pi/ --features-dir $W/empty 2>/dev/null | grep -c usb-" "0\n"
+printf 'core:\n  sleepInterval: [oops\n' >"$W/bad.conf"
+testing "bad config YAML: exit 1 naming line and column" \
+	"$NW --config $W/bad.conf --no-publish 2>&1 | grep -c 'bad.conf: line 2 column'; $NW --config $W/bad.conf --no-publish 2>/dev/null; echo \$?" "1\n1\n"
+printf 'core:\n  sleepInterval: 5s\n  noSuchKey: 1\n' >"$W/unknown.conf"
+testing "unknown config key: a warning, not fatal" \
+	"$NW --config $W/unknown.conf --no-publish --host-prefix $W/empty/ --features-dir $W/empty 2>&1 >/dev/null | grep -c 'unknown key core.noSuchKey'; $NW --config $W/unknown.conf --no-publish --host-prefix $W/empty/ --features-dir $W/empty >/dev/null 2>&1; echo \$?" "1\n0\n"
+testing "--owner-refs with an unknown kind: exit 2" "$NW --owner-refs=node,rs --no-publish 2>/dev/null; echo \$?" "2\n"
+testing "an operand: exit 2" "$NW --no-publish extra 2>/dev/null; echo \$?" "2\n"
+
+# 3. features.d: the local source.
+cat >"$W/fd/10-first" <<'EOF2'
+vendor.example.com/accel=fast
+overridden=first
+# +no-label
+feature-only=1
+# +expiry-time=2000-01-01T00:00:00Z
+expired-label=yes
+EOF2
+printf 'overridden=second\nflag-label\nBad Key=1\n' >"$W/fd/20-second"
+printf 'hidden=1\n' >"$W/fd/.hidden"
+testing "features.d: labels as written, later files win, expired and hidden ones left out" \
+	"$NW --no-publish --host-prefix $W/empty/ --features-dir $W/fd --label-sources=local 2>/dev/null" \
+	"flag-label=true\noverridden=second\nvendor.example.com/accel=fast\n"
+testing "features.d: an invalid label key is dropped and logged" \
+	"$NW --no-publish --host-prefix $W/empty/ --features-dir $W/fd --label-sources=local 2>&1 >/dev/null | grep -c 'invalid name'" "1\n"
+
+# 4. The NodeFeature object (--print-features): upstream's exact shape.
+$NW --no-publish --print-features --host-prefix "$W/gpu/" --features-dir "$W/fd" >"$W/nf.json" 2>/dev/null
+check "--print-features: the NodeFeature object" python3 - "$W/nf.json" <<'PY'
+import json, sys
+o = json.load(open(sys.argv[1]))
+assert o["apiVersion"] == "nfd.k8s-sigs.io/v1alpha1" and o["kind"] == "NodeFeature", o.get("kind")
+md = o["metadata"]
+assert md["name"] == "node1", md
+assert md["labels"] == {"nfd.node.kubernetes.io/node-name": "node1"}, md["labels"]
+assert md["annotations"]["nfd.node.kubernetes.io/worker.version"], md["annotations"]
+f = o["spec"]["features"]
+assert sorted(f) == ["attributes", "flags", "instances"], sorted(f)
+for kind in f.values():
+    for k, v in kind.items():
+        assert "." in k and "elements" in v, (k, v)
+assert {"cpu.cpuid", "kernel.loadedmodule"} <= set(f["flags"]), sorted(f["flags"])
+for k in ("cpu.model", "kernel.version", "system.osrelease", "local.label", "local.feature"):
+    assert k in f["attributes"], k
+assert f["attributes"]["local.feature"]["elements"].get("feature-only") == "1"
+assert "feature-only" not in o["spec"]["labels"]
+gpus = [i["attributes"] for i in f["instances"]["pci.device"]["elements"] if i["attributes"]["vendor"] == "10de"]
+assert gpus and gpus[0]["class"] == "0302" and "sriov_totalvfs" in gpus[0], gpus
+assert all(isinstance(v, str) for i in f["instances"]["pci.device"]["elements"] for v in i["attributes"].values())
+assert o["spec"]["labels"]["feature.node.kubernetes.io/pci-0302_10de.present"] == "true"
+PY
+testing "--no-publish-features drops a feature" \
+	"$NW --no-publish --print-features --host-prefix $W/gpu/ --features-dir $W/empty --no-publish-features=cpu.cpuid 2>/dev/null | grep -c '\"cpu.cpuid\"'" "0\n"
+
+done_testing
