@@ -162,7 +162,7 @@ build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_OBJ) $(LIBS)
 	$(CC) $(CFLAGS_FB) -DFB_LIBFUZZER $(LDFLAGS_FB) -o $@ $< $(CORE_OBJ) $(LIBS) $(LDLIBS)
 
 bench:
-	@echo "no benchmarks yet: they arrive with the applets that have budgets"
+	scripts/bench
 
 clean:
 	rm -rf build/featurebox build/x86_64 build/aarch64 build/armhf build/check build/test
