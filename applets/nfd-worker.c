@@ -17,14 +17,17 @@
  * - An owner reference that cannot be built (no POD_NAME/POD_UID, Pod or
  *   Node unreadable) is left out with a warning instead of being fatal.
  * - --host-prefix, --node-name, --print-features, --features-dir are ours;
- *   --port 0 picks a free port (logged). Not yet: the custom source and
- *   --standalone (with the rules engine), executable hooks (source.d).
+ *   --port 0 picks a free port (logged). Executable hooks (source.d, removed
+ *   upstream in v0.17) run only with sources.local.hooksEnabled: true, each
+ *   without a shell, with a 10 s timeout and 64 KiB of output at most.
+ *   Not yet: the custom source and --standalone (with the rules engine).
  */
 #include "applets.h"
 
 #include "../core/err.h"
 #include "../core/featfile.h"
 #include "../core/features.h"
+#include "../core/hooks.h"
 #include "../core/hostfs.h"
 #include "../core/http.h"
 #include "../core/json.h"
@@ -59,6 +62,7 @@ static const char usage[] =
 
 #define DEFAULT_CONFIG "/etc/kubernetes/node-feature-discovery/nfd-worker.conf"
 #define DEFAULT_FEATURES_DIR "/etc/kubernetes/node-feature-discovery/features.d"
+#define DEFAULT_HOOKS_DIR "/etc/kubernetes/node-feature-discovery/source.d"
 #define DRIFT_MS (3600 * 1000LL)
 
 /* Sources in upstream's sorted order; bit i is known[i]. */
@@ -75,7 +79,7 @@ struct worker {
 	unsigned long long feat_mask, label_mask;
 	regex_t whitelist;
 	int have_whitelist;
-	const char *features_dir;
+	const char *features_dir, *hooks_dir;
 	char node[256], ns[254];
 	const char *pod_uid;
 	char node_label[300];          /* node="..." for metrics */
@@ -415,6 +419,29 @@ static struct json *discover(struct worker *w)
 		rc = featfile_read_dir(w->features_dir, NULL, &w->log, &ll, &lf, &ei);
 		if (rc < 0 && rc != -FB_ENOENT)
 			LOG_E(&w->log, "local: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		if (rc == -FB_ENOENT) { /* no features.d: hooks may still say something */
+			ll = json_new_object();
+			lf = json_new_object();
+			rc = ll && lf ? 0 : -FB_ENOMEM;
+		}
+		if (rc == 0 && w->cfg.local_hooks_enabled) {
+			/* hooks first, files override them */
+			struct json *hl = json_new_object(), *hf = json_new_object();
+
+			if (hl && hf && hooks_run_dir(w->hooks_dir, HOOKS_TIMEOUT_MS, &w->log, hl, hf) >= 0) {
+				for (const struct json *e = json_child(ll); e; e = json_next(e))
+					json_set_str(hl, json_key(e), json_str(e));
+				for (const struct json *e = json_child(lf); e; e = json_next(e))
+					json_set_str(hf, json_key(e), json_str(e));
+				json_free(ll);
+				json_free(lf);
+				ll = hl;
+				lf = hf;
+				hl = hf = NULL;
+			}
+			json_free(hl);
+			json_free(hf);
+		}
 		if (rc == 0) {
 			for (const struct json *e = json_child(ll); e; e = json_next(e)) {
 				if (enabled(w->feat_mask, SRC_LOCAL))
@@ -665,6 +692,8 @@ int nfd_worker_main(int argc, char **argv)
 		  .help = "the node (default $NODE_NAME, else the host name)" },
 		{ .lo = "features-dir", .kind = OPT_STR, .dst = &w.features_dir, .arg = "DIR",
 		  .help = "local feature files (default " DEFAULT_FEATURES_DIR ")" },
+		{ .lo = "hooks-dir", .kind = OPT_STR, .dst = &w.hooks_dir, .arg = "DIR",
+		  .help = "executable hooks, run when sources.local.hooksEnabled (default " DEFAULT_HOOKS_DIR ")" },
 		{ .lo = "v", .so = 'v', .kind = OPT_INT, .dst = &verbosity, .seen = &seen_v, .min = 0,
 		  .max = 10, .arg = "N", .help = "log verbosity" },
 	};
@@ -673,6 +702,7 @@ int nfd_worker_main(int argc, char **argv)
 	memset(&w, 0, sizeof(w));
 	w.watch_fd = -1;
 	w.features_dir = DEFAULT_FEATURES_DIR;
+	w.hooks_dir = DEFAULT_HOOKS_DIR;
 	log_init(&w.log);
 	nfdconf_init(&w.cfg);
 	metrics_init(&w.m);
