@@ -215,97 +215,14 @@ static void put_str(struct sbuf *b, const char *s)
 	put(b, "\"", 1);
 }
 
-static int by_key(const void *a, const void *b)
-{
-	return strcmp(json_key(*(struct json *const *)a), json_key(*(struct json *const *)b));
-}
-
-static void put_sorted(struct sbuf *b, const struct json *j)
-{
-	struct json **kids;
-	size_t n = 0;
-	char *s;
-
-	switch (json_type(j)) {
-	case JSON_STRING:
-		put_str(b, json_str(j));
-		return;
-	case JSON_ARRAY:
-		put(b, "[", 1);
-		for (struct json *c = json_child(j); c; c = json_next(c)) {
-			if (c != json_child(j))
-				put(b, ",", 1);
-			put_sorted(b, c);
-		}
-		put(b, "]", 1);
-		return;
-	case JSON_OBJECT:
-		if (!(n = json_count(j))) {
-			put(b, "{}", 2);
-			return;
-		}
-		if (!(kids = malloc(n * sizeof(*kids)))) {
-			b->oom = 1;
-			return;
-		}
-		n = 0;
-		for (struct json *c = json_child(j); c; c = json_next(c))
-			kids[n++] = c;
-		/* stable for repeated names is not needed: a built tree has none */
-		qsort(kids, n, sizeof(*kids), by_key);
-		put(b, "{", 1);
-		for (size_t i = 0; i < n; i++) {
-			if (i)
-				put(b, ",", 1);
-			put_str(b, json_key(kids[i]));
-			put(b, ":", 1);
-			put_sorted(b, kids[i]);
-		}
-		put(b, "}", 1);
-		free(kids);
-		return;
-	default: /* never built here; print it as it is */
-		if (!(s = json_print(j, NULL))) {
-			b->oom = 1;
-			return;
-		}
-		put(b, s, strlen(s));
-		free(s);
-		return;
-	}
-}
-
 int features_sort(struct features *f)
 {
-	struct sbuf b = { 0 };
-	struct json *root;
-
 	if (!f->root)
 		return -FB_ENOMEM;
-	put(&b, "{", 1);
-	for (size_t i = 0; i < sizeof(kind_key) / sizeof(kind_key[0]); i++) {
-		const struct json *map = json_get(f->root, kind_key[i]);
-
-		if (i)
-			put(&b, ",", 1);
-		put_str(&b, kind_key[i]);
-		put(&b, ":", 1);
-		if (map)
-			put_sorted(&b, map);
-		else
-			put(&b, "{}", 2);
-	}
-	put(&b, "}", 1);
-	if (b.oom) {
-		free(b.p);
-		return -FB_ENOMEM;
-	}
-	root = json_parse(b.p, b.len, "features", NULL);
-	free(b.p);
-	if (!root)
-		return -FB_ENOMEM; /* the text is well-formed: only memory can fail */
-	json_free(f->root);
-	f->root = root;
+	/* the root keeps Go's struct order (flags, attributes, instances, as
+	 * features_init made it); every map below it is sorted by key, in place */
+	for (size_t i = 0; i < sizeof(kind_key) / sizeof(kind_key[0]); i++)
+		json_sort_keys(json_get(f->root, kind_key[i]));
 	return 0;
 }
 

@@ -760,3 +760,53 @@ char *json_print(const struct json *j, size_t *len)
 		*len = pb.len;
 	return pb.p;
 }
+
+/* Merge sort of a member list by name (byte order), stable; returns the new
+ * head with next pointers set (prev fixed up by the caller). */
+static cJSON *sort_members(cJSON *head, size_t n)
+{
+	cJSON *a, *b, **tail, *out = NULL;
+	size_t half = n / 2;
+
+	if (n < 2)
+		return head;
+	b = head;
+	for (size_t i = 1; i < half; i++)
+		b = b->next;
+	a = head;
+	head = b->next;
+	b->next = NULL;
+	a = sort_members(a, half);
+	b = sort_members(head, n - half);
+	tail = &out;
+	while (a && b) {
+		cJSON **take = strcmp(a->string ? a->string : "", b->string ? b->string : "") <= 0 ? &a : &b;
+
+		*tail = *take;
+		tail = &(*take)->next;
+		*take = (*take)->next;
+	}
+	*tail = a ? a : b;
+	return out;
+}
+
+void json_sort_keys(struct json *j)
+{
+	cJSON *c = cj(j), *prev = NULL;
+	size_t n = 0;
+
+	if (!c || !(cJSON_IsObject(c) || cJSON_IsArray(c)))
+		return;
+	for (cJSON *k = c->child; k; k = k->next) {
+		json_sort_keys((struct json *)k);
+		n++;
+	}
+	if (!cJSON_IsObject(c) || n < 2)
+		return;
+	c->child = sort_members(c->child, n);
+	for (cJSON *k = c->child; k; k = k->next) {
+		k->prev = prev;
+		prev = k;
+	}
+	c->child->prev = prev; /* cJSON keeps the last item in the first's prev */
+}

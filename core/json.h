@@ -70,6 +70,10 @@ struct json *json_dup(const struct json *j);
 /* 1 when equal (objects compared member-wise regardless of order). */
 int json_equal(const struct json *a, const struct json *b);
 
+/* Sorts the members of every object in the tree by name (byte order, as
+ * Go's encoding/json orders map keys), in place; arrays keep their order. */
+void json_sort_keys(struct json *j);
+
 /* Compact serialisation; the string is owned by the caller (free()), *len
  * (may be NULL) gets its length. NULL on allocation failure. */
 char *json_print(const struct json *j, size_t *len);

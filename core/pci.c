@@ -392,46 +392,54 @@ static int key_cmp(const void *key, const void *d)
 /* Gives iommu/intel-iommu/version to the devices each Intel IOMMU unit in
  * <host>/sys/class/iommu lists (out is sorted). Units without the file
  * (AMD, ARM SMMU) cost one probe; a missing class directory is no IOMMU. */
+struct units_ctx {
+	int fd;                 /* sys/class/iommu */
+	struct pci_list *out;
+	char ver[sizeof(((struct pci_dev *)0)->iommu_version)];
+};
+
+static int unit_dev(void *ctx, const char *name, unsigned char type)
+{
+	struct units_ctx *u = ctx;
+	struct pci_dev *d = bsearch(name, u->out->dev, u->out->n, sizeof(*u->out->dev), key_cmp);
+
+	(void)type;
+	if (d)
+		memcpy(d->iommu_version, u->ver, sizeof(u->ver));
+	return 0;
+}
+
+static int unit(void *ctx, const char *name, unsigned char type)
+{
+	struct units_ctx *u = ctx;
+	char p[NAME_MAX + 32];
+	int ufd;
+
+	(void)type;
+	snprintf(p, sizeof(p), "%s/intel-iommu/version", name);
+	if (attr_read(u->fd, p, u->ver, sizeof(u->ver)) < 0)
+		return 0;
+	snprintf(p, sizeof(p), "%s/devices", name);
+	ufd = openat(u->fd, p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (ufd < 0)
+		return 0;
+	sysfs_dir_each(ufd, unit_dev, u);
+	close(ufd);
+	return 0;
+}
+
 static void read_units(const struct hostfs *h, struct scan *sc, struct pci_list *out)
 {
-	int fd = hostfs_open(h, "sys/class/iommu", O_RDONLY | O_DIRECTORY);
-	struct dirent *ue;
-	DIR *dir;
+	struct units_ctx u = { .out = out };
 
-	if (fd < 0 || !(dir = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
-		if (fd != -FB_ENOENT)
-			PCI_VLOG(sc->lg, "pci: sys/class/iommu: %s", fb_strerror(fd < 0 ? fd : -FB_EIO));
+	u.fd = hostfs_open(h, "sys/class/iommu", O_RDONLY | O_DIRECTORY);
+	if (u.fd < 0) {
+		if (u.fd != -FB_ENOENT)
+			PCI_VLOG(sc->lg, "pci: sys/class/iommu: %s", fb_strerror(u.fd));
 		return;
 	}
-	while ((ue = readdir(dir))) {
-		char p[NAME_MAX + 32], ver[sizeof(out->dev[0].iommu_version)];
-		struct dirent *de;
-		DIR *units;
-		int ufd;
-
-		if (ue->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof(p), "%s/intel-iommu/version", ue->d_name);
-		if (attr_read(dirfd(dir), p, ver, sizeof(ver)) < 0)
-			continue;
-		snprintf(p, sizeof(p), "%s/devices", ue->d_name);
-		ufd = openat(dirfd(dir), p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (ufd < 0 || !(units = fdopendir(ufd))) {
-			if (ufd >= 0)
-				close(ufd);
-			continue;
-		}
-		while ((de = readdir(units))) {
-			struct pci_dev *d = bsearch(de->d_name, out->dev, out->n, sizeof(*out->dev), key_cmp);
-
-			if (d)
-				memcpy(d->iommu_version, ver, sizeof(ver));
-		}
-		closedir(units);
-	}
-	closedir(dir);
+	sysfs_dir_each(u.fd, unit, &u);
+	close(u.fd);
 }
 
 /* Reads one device. Returns 0, or -1 when it is to be skipped (logged). */
@@ -465,36 +473,44 @@ static int read_dev(struct scan *sc, struct pci_dev *d)
 	return 0;
 }
 
-/* Lists the bus directory into out->dev (names only). */
-static int list_dir(struct scan *sc, DIR *dir, struct pci_list *out)
+struct list_ctx {
+	struct scan *sc;
+	struct pci_list *out;
+};
+
+static int list_one(void *ctx, const char *name, unsigned char type)
 {
-	struct dirent *de;
+	struct list_ctx *lc = ctx;
+	struct pci_list *out = lc->out;
 
-	for (;;) {
-		errno = 0;
-		if (!(de = readdir(dir)))
-			return errno ? -FB_EIO : 0;
-		if (de->d_name[0] == '.')
-			continue;
-		if (strlen(de->d_name) >= sizeof(out->dev[0].addr)) {
-			char v[64];
+	(void)type;
+	if (strlen(name) >= sizeof(out->dev[0].addr)) {
+		char v[64];
 
-			PCI_WARN(sc->lg, "pci: skipping \"%s\": not a PCI address",
-				 log_escape(de->d_name, strlen(de->d_name), v, sizeof(v)));
-			continue;
-		}
-		if (out->n == out->cap) {
-			size_t cap = out->cap ? out->cap * 2 : 64;
-			struct pci_dev *nd = realloc(out->dev, cap * sizeof(*nd));
-
-			if (!nd)
-				return -FB_ENOMEM;
-			out->dev = nd;
-			out->cap = cap;
-		}
-		memset(&out->dev[out->n], 0, sizeof(out->dev[0]));
-		strcpy(out->dev[out->n++].addr, de->d_name);
+		PCI_WARN(lc->sc->lg, "pci: skipping \"%s\": not a PCI address",
+			 log_escape(name, strlen(name), v, sizeof(v)));
+		return 0;
 	}
+	if (out->n == out->cap) {
+		size_t cap = out->cap ? out->cap * 2 : 64;
+		struct pci_dev *nd = realloc(out->dev, cap * sizeof(*nd));
+
+		if (!nd)
+			return -FB_ENOMEM;
+		out->dev = nd;
+		out->cap = cap;
+	}
+	memset(&out->dev[out->n], 0, sizeof(out->dev[0]));
+	strcpy(out->dev[out->n++].addr, name);
+	return 0;
+}
+
+/* Lists the bus directory into out->dev (names only). */
+static int list_dir(struct scan *sc, int fd, struct pci_list *out)
+{
+	struct list_ctx lc = { sc, out };
+
+	return sysfs_dir_each(fd, list_one, &lc);
 }
 
 int pci_scan(const struct hostfs *h, unsigned fields, struct pci_list *out, const struct fb_log *lg,
@@ -503,7 +519,6 @@ int pci_scan(const struct hostfs *h, unsigned fields, struct pci_list *out, cons
 	static const char rel[] = "sys/bus/pci/devices";
 	struct scan sc = { 0 };
 	char path[PATH_MAX];
-	DIR *dir;
 	size_t keep = 0;
 	int rc;
 
@@ -511,18 +526,16 @@ int pci_scan(const struct hostfs *h, unsigned fields, struct pci_list *out, cons
 	rc = hostfs_open(h, rel, O_RDONLY | O_DIRECTORY);
 	if (rc == -FB_ENOENT)
 		return 0;
-	if (rc < 0 || !(dir = fdopendir(rc))) {
+	if (rc < 0) {
 		int sys = errno;
 
-		if (rc >= 0)
-			close(rc);
 		hostfs_path(h, rel, path, sizeof(path));
 		return fb_errinfo_set(ei, rc == -FB_E2BIG ? FB_E2BIG : FB_EIO, sys, path, NULL);
 	}
-	sc.fd = dirfd(dir);
+	sc.fd = rc;
 	sc.fields = fields;
 	sc.lg = lg;
-	rc = list_dir(&sc, dir, out);
+	rc = list_dir(&sc, sc.fd, out);
 	if (rc < 0) {
 		hostfs_path(h, rel, path, sizeof(path));
 		fb_errinfo_set(ei, -rc, rc == -FB_EIO ? errno : 0, path, NULL);
@@ -543,6 +556,6 @@ int pci_scan(const struct hostfs *h, unsigned fields, struct pci_list *out, cons
 		read_units(h, &sc, out);
 out:
 	free(sc.grp);
-	closedir(dir);
+	close(sc.fd);
 	return rc;
 }

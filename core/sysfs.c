@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static int open_attr(int dirfd, const char *name, int extra)
@@ -224,4 +225,39 @@ ssize_t sysfs_link_base(int dirfd, const char *name, char *buf, size_t size)
 		return len ? -FB_E2BIG : -FB_EINVAL;
 	memcpy(buf, base, len + 1);
 	return (ssize_t)len;
+}
+
+int sysfs_dir_each(int fd, int (*fn)(void *ctx, const char *name, unsigned char d_type), void *ctx)
+{
+	/* struct linux_dirent64, laid out by the kernel */
+	struct ent {
+		unsigned long long ino;
+		long long off;
+		unsigned short reclen;
+		unsigned char type;
+		char name[];
+	};
+	char buf[16384] __attribute__((aligned(8)));
+
+	for (;;) {
+		long n = syscall(SYS_getdents64, fd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -FB_EIO;
+		if (n == 0)
+			return 0;
+		for (long off = 0; off < n;) {
+			const struct ent *e = (const struct ent *)(buf + off);
+			int rc;
+
+			off += e->reclen;
+			if (e->name[0] == '.' && (!e->name[1] || (e->name[1] == '.' && !e->name[2])))
+				continue;
+			rc = fn(ctx, e->name, e->type);
+			if (rc)
+				return rc;
+		}
+	}
 }

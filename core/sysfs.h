@@ -17,6 +17,13 @@ ssize_t sysfs_read(int dirfd, const char *name, char *buf, size_t size);
  * error as sysfs_read; a value of exactly size bytes is -FB_E2BIG. */
 ssize_t sysfs_read_raw(int dirfd, const char *name, void *buf, size_t size);
 
+/* Calls fn(ctx, name, d_type) for every entry of the open directory fd
+ * except "." and "..", straight from getdents64 (opendir/fdopendir would
+ * add an fstat and two fcntl calls per directory, which a scan of
+ * hundreds of devices pays for). fd is not closed. Returns 0, the first
+ * non-zero value fn returned, or -FB_EIO (errno set). */
+int sysfs_dir_each(int fd, int (*fn)(void *ctx, const char *name, unsigned char d_type), void *ctx);
+
 /* Reads a whole regular file (dirfd-relative, AT_FDCWD for plain paths) of
  * fewer than cap bytes into a new NUL-terminated buffer owned by the caller.
  * Returns its length, or -FB_ENOENT, -FB_EIO (errno set), -FB_EINVAL (not a
