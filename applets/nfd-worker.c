@@ -12,7 +12,7 @@
  *   could not publish.
  * - The published state is remembered: a pass that changes nothing makes no
  *   API request (upstream GETs every pass); the server is re-read after a
- *   409/404, and once an hour to catch drift.
+ *   409/404, and every ten minutes to catch drift (a deleted object).
  * - /healthz answers from the start, not only after the first publish.
  * - An owner reference that cannot be built (no POD_NAME/POD_UID, Pod or
  *   Node unreadable) is left out with a warning instead of being fatal.
@@ -63,7 +63,7 @@ static const char usage[] =
 #define DEFAULT_CONFIG "/etc/kubernetes/node-feature-discovery/nfd-worker.conf"
 #define DEFAULT_FEATURES_DIR "/etc/kubernetes/node-feature-discovery/features.d"
 #define DEFAULT_HOOKS_DIR "/etc/kubernetes/node-feature-discovery/source.d"
-#define DRIFT_MS (3600 * 1000LL)
+#define DRIFT_MS (600 * 1000LL) /* re-check the server's copy: someone may have deleted it */
 
 /* The one-shot paths end the process right after: handing every page of a
  * large feature tree back to the kernel only costs munmap calls (busybox's
@@ -100,7 +100,10 @@ struct worker {
 	int m_duration, m_errors, m_publishes, m_build;
 	char path[700], collection[400];
 	struct json *owner_refs;       /* owned array */
-	struct json *published;        /* the object last known on the server, owned */
+	int owners;                    /* NFDCONF_OWNER_* mask */
+	int owners_pending;            /* a lookup failed transiently: build them again */
+	struct json *published;        /* the object we last made the server hold, owned */
+	struct json *server;           /* the server's copy as last seen, owned */
 	char rv[64];
 	struct json *spec;             /* the spec to publish, owned */
 	int publish_pending;
@@ -174,6 +177,8 @@ static void remember(struct worker *w, const struct json *server_obj, const stru
 {
 	json_free(w->published);
 	w->published = json_dup(want);
+	json_free(w->server);
+	w->server = json_dup(server_obj);
 	snprintf(w->rv, sizeof(w->rv), "%s",
 		 json_get_str(json_get(server_obj, "metadata"), "resourceVersion", ""));
 }
@@ -227,19 +232,38 @@ static int publish(struct worker *w, const struct json *spec, int confirm)
 				goto status;
 			snprintf(w->rv, sizeof(w->rv), "%s",
 				 json_get_str(json_get(res.body, "metadata"), "resourceVersion", ""));
+			json_free(w->server);
+			w->server = json_dup(res.body);
 			if (same_object(res.body, want)) {
 				remember(w, res.body, want);
 				goto done;
 			}
 		}
-		/* replace, carrying the resourceVersion we know of */
+		/* replace, carrying the resourceVersion we know of, on top of the
+		 * server's copy so metadata others own (finalizers...) survives */
 		{
-			struct json *md = json_get(want, "metadata");
+			struct json *put = json_dup(w->server ? w->server : want), *md, *wm;
+			static const char *const ours[] = { "labels", "annotations", "ownerReferences" };
 
-			json_set_str(md, "resourceVersion", w->rv);
+			if (!put)
+				goto nomem;
+			md = json_get(put, "metadata");
+			wm = json_get(want, "metadata");
+			for (size_t i = 0; md && i < 3; i++) {
+				json_remove(md, ours[i]);
+				if (json_get(wm, ours[i]) && json_set_take(md, ours[i], json_dup(json_get(wm, ours[i]))) < 0) {
+					json_free(put);
+					goto nomem;
+				}
+			}
+			if (!md || json_set_str(md, "resourceVersion", w->rv) < 0 ||
+			    json_set_take(put, "spec", json_dup(json_get(want, "spec"))) < 0) {
+				json_free(put);
+				goto nomem;
+			}
 			free(body);
-			body = json_print(want, &len);
-			json_remove(md, "resourceVersion");
+			body = json_print(put, &len);
+			json_free(put);
 			if (!body)
 				goto nomem;
 		}
@@ -253,6 +277,8 @@ static int publish(struct worker *w, const struct json *spec, int confirm)
 			      res.status, res.reason);
 			json_free(w->published);
 			w->published = NULL;
+			json_free(w->server);
+			w->server = NULL;
 			w->rv[0] = '\0';
 			continue;
 		}
@@ -306,8 +332,17 @@ static int add_owner(struct json *refs, const char *api, const char *kind, const
 	return json_append_take(refs, r);
 }
 
-static void make_owner_refs(struct worker *w, int node, int pod, int ds)
+/* A lookup that failed for a reason that may pass (no answer, 429, 5xx):
+ * the references are built again before the next publish. */
+static int transient(int rc, const struct kube_result *res)
 {
+	return rc < 0 || res->status == 429 || res->status / 100 == 5;
+}
+
+static void make_owner_refs(struct worker *w)
+{
+	int node = w->owners & NFDCONF_OWNER_NODE, pod = w->owners & NFDCONF_OWNER_POD,
+	    ds = w->owners & NFDCONF_OWNER_DS, rc;
 	const char *pod_name = getenv("POD_NAME");
 	struct kube_result res;
 	struct fb_errinfo ei;
@@ -315,15 +350,19 @@ static void make_owner_refs(struct worker *w, int node, int pod, int ds)
 
 	json_free(w->owner_refs);
 	w->owner_refs = json_new_array();
+	w->owners_pending = 0;
 	if (!w->owner_refs)
 		return;
 	if (node) {
 		snprintf(path, sizeof(path), "/api/v1/nodes/%s", w->node);
-		if (kube_request(w->k, "GET", path, NULL, NULL, 0, &res, &ei) == 0 && res.status == 200)
+		rc = kube_request(w->k, "GET", path, NULL, NULL, 0, &res, &ei);
+		if (rc == 0 && res.status == 200)
 			add_owner(w->owner_refs, "v1", "Node", w->node,
 				  json_get_str(json_get(res.body, "metadata"), "uid", ""));
+		else if ((w->owners_pending |= transient(rc, &res)))
+			LOG_W(&w->log, "owner reference to Node %s: cannot read it yet; trying again", w->node);
 		else
-			LOG_W(&w->log, "owner reference to Node %s left out: cannot read it", w->node);
+			LOG_W(&w->log, "owner reference to Node %s left out: HTTP %d", w->node, res.status);
 		kube_result_free(&res);
 	}
 	if ((pod || ds) && (!pod_name || !*pod_name || !w->pod_uid || !*w->pod_uid)) {
@@ -337,7 +376,8 @@ static void make_owner_refs(struct worker *w, int node, int pod, int ds)
 		int n = 0;
 
 		snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", w->ns, pod_name);
-		if (kube_request(w->k, "GET", path, NULL, NULL, 0, &res, &ei) == 0 && res.status == 200) {
+		rc = kube_request(w->k, "GET", path, NULL, NULL, 0, &res, &ei);
+		if (rc == 0 && res.status == 200) {
 			for (const struct json *r = json_child(json_getv(res.body, "metadata", "ownerReferences", NULL));
 			     r; r = json_next(r)) {
 				if (!strcmp(json_get_str(r, "kind", ""), "DaemonSet") &&
@@ -346,13 +386,20 @@ static void make_owner_refs(struct worker *w, int node, int pod, int ds)
 					n++;
 				}
 			}
-			if (n == 1)
-				add_owner(w->owner_refs, "apps/v1", "DaemonSet", json_get_str(d, "name", ""),
-					  json_get_str(d, "uid", ""));
+			if (n == 1) { /* upstream copies the Pod's reference as it is */
+				struct json *r = json_dup(d);
+
+				if (r && json_set_take(r, "blockOwnerDeletion", json_new_bool(0)) == 0)
+					json_append_take(w->owner_refs, r);
+				else
+					json_free(r);
+			}
 			else
 				LOG_W(&w->log, "owner reference to the DaemonSet left out: Pod %s has %d", pod_name, n);
+		} else if ((w->owners_pending |= transient(rc, &res))) {
+			LOG_W(&w->log, "owner reference to the DaemonSet: cannot read Pod %s yet; trying again", pod_name);
 		} else {
-			LOG_W(&w->log, "owner reference to the DaemonSet left out: cannot read Pod %s", pod_name);
+			LOG_W(&w->log, "owner reference to the DaemonSet left out: Pod %s: HTTP %d", pod_name, res.status);
 		}
 		kube_result_free(&res);
 	}
@@ -372,7 +419,8 @@ static struct json *discover(struct worker *w)
 	struct json *labels = json_new_object(), *spec = NULL;
 	struct fb_errinfo ei;
 	long long t0 = loop_now_ms();
-	unsigned long long any = w->feat_mask | w->label_mask;
+	/* as upstream: a label source only labels what its feature source found */
+	unsigned long long any = w->feat_mask;
 	char msg[1200];
 
 	if (!labels || features_init(&f) < 0) {
@@ -385,7 +433,7 @@ static struct json *discover(struct worker *w)
 		return NULL;
 	}
 #define FEAT(src) (enabled(w->feat_mask, src) ? &f : &scratch)
-#define LAB(src) (enabled(w->label_mask, src) ? labels : NULL)
+#define LAB(src) (enabled(w->label_mask & w->feat_mask, src) ? labels : NULL)
 	if (enabled(any, SRC_CPU))
 		nfdsrc_cpu(&w->h, &w->src, FEAT(SRC_CPU), LAB(SRC_CPU), &w->log);
 	if (enabled(any, SRC_KERNEL))
@@ -438,7 +486,7 @@ static struct json *discover(struct worker *w)
 			/* hooks first, files override them */
 			struct json *hl = json_new_object(), *hf = json_new_object();
 
-			if (hl && hf && hooks_run_dir(w->hooks_dir, HOOKS_TIMEOUT_MS, &w->log, hl, hf) >= 0) {
+			if (hl && hf && hooks_run_dir(w->hooks_dir, HOOKS_TIMEOUT_MS, w->l ? loop_cancel_fd(w->l) : -1, &w->log, hl, hf) >= 0) {
 				for (const struct json *e = json_child(ll); e; e = json_next(e))
 					json_set_str(hl, json_key(e), json_str(e));
 				for (const struct json *e = json_child(lf); e; e = json_next(e))
@@ -456,7 +504,7 @@ static struct json *discover(struct worker *w)
 			for (const struct json *e = json_child(ll); e; e = json_next(e)) {
 				if (enabled(w->feat_mask, SRC_LOCAL))
 					features_attr(&f, "local.label", json_key(e), json_str(e));
-				if (enabled(w->label_mask, SRC_LOCAL))
+				if (enabled(w->label_mask & w->feat_mask, SRC_LOCAL))
 					json_set_str(labels, json_key(e), json_str(e));
 			}
 			for (const struct json *e = json_child(lf); e; e = json_next(e))
@@ -465,6 +513,10 @@ static struct json *discover(struct worker *w)
 		}
 		json_free(ll);
 		json_free(lf);
+		if (enabled(w->feat_mask, SRC_LOCAL)) { /* upstream publishes both, even empty */
+			features_ensure(&f, FEATURES_ATTRIBUTES, "local.label");
+			features_ensure(&f, FEATURES_ATTRIBUTES, "local.feature");
+		}
 	}
 #undef FEAT
 #undef LAB
@@ -496,6 +548,8 @@ static void try_publish(struct worker *w, int confirm)
 {
 	if (!w->spec)
 		return;
+	if (w->owners_pending) /* without them the NodeFeature dies with the Pod */
+		make_owner_refs(w);
 	if (publish(w, w->spec, confirm) == 0) {
 		w->ok = 1;
 		kube_backoff_reset(&w->bo);
@@ -791,7 +845,7 @@ int nfd_worker_main(int argc, char **argv)
 	w.src.kernel_kconfig_file = w.cfg.kernel.kconfig_file;
 	rc = nfdsrc_whitelist_setup(&w.whitelist, w.cfg.core.label_whitelist, &ei);
 	if (rc < 0) {
-		LOG_E(&w.log, "core.labelWhiteList: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		LOG_E(&w.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
 		goto out;
 	}
 	w.have_whitelist = rc == 1;
@@ -856,6 +910,12 @@ int nfd_worker_main(int argc, char **argv)
 
 		kube_opts_init(&ko);
 		ko.kubeconfig = kubeconfig;
+		if (!oneshot) {
+			/* the daemon's loop does the retrying (backoff timer): a request
+			 * must not hold /healthz and features.d events for minutes */
+			ko.max_attempts = 1;
+			ko.timeout_ms = 5000;
+		}
 		if (loop_new(&w.l, &ei) < 0 || kube_config_load(&kc, &ko, &ei) < 0) {
 			LOG_E(&w.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
 			goto out;
@@ -867,23 +927,34 @@ int nfd_worker_main(int argc, char **argv)
 			LOG_E(&w.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
 			goto out;
 		}
-		kube_backoff_init(&w.bo, ko.backoff_base_ms, ko.backoff_max_ms, (unsigned)getpid());
+		/* every container is PID 1: mix in the node so a fleet does not retry in step */
+		{
+			unsigned seed = (unsigned)time(NULL) ^ (unsigned)loop_now_ms();
+
+			for (const char *p = w.node; *p; p++)
+				seed = seed * 31 + (unsigned char)*p;
+			kube_backoff_init(&w.bo, ko.backoff_base_ms, ko.backoff_max_ms, seed);
+		}
 	}
 	snprintf(w.collection, sizeof(w.collection), "/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/%s/nodefeatures", w.ns);
 	snprintf(w.path, sizeof(w.path), "%s/%s", w.collection, w.node);
-	make_owner_refs(&w, owners & NFDCONF_OWNER_NODE, owners & NFDCONF_OWNER_POD, owners & NFDCONF_OWNER_DS);
+	w.owners = owners;
+	if (!oneshot) { /* probes get answers before the first API request */
+		snprintf(addr, sizeof(addr), ":%ld", port);
+		if (http_server_new(&w.srv, w.l, addr, serve, &w, &ei) < 0) {
+			/* probes will fail and say so; discovery and publishing go on */
+			LOG_E(&w.log, "serving /healthz and /metrics: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		} else {
+			LOG_I(&w.log, "serving /healthz and /metrics on port %d", http_server_port(w.srv));
+		}
+	}
 	if (oneshot) {
+		make_owner_refs(&w);
 		w.spec = discover(&w);
 		ret = w.spec && publish(&w, w.spec, 0) == 0 ? 0 : 1;
 		goto out;
 	}
-	snprintf(addr, sizeof(addr), ":%ld", port);
-	if (http_server_new(&w.srv, w.l, addr, serve, &w, &ei) < 0) {
-		/* probes will fail and say so; discovery and publishing go on */
-		LOG_E(&w.log, "serving /healthz and /metrics: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-	} else {
-		LOG_I(&w.log, "serving /healthz and /metrics on port %d", http_server_port(w.srv));
-	}
+	w.owners_pending = 1; /* built by the first publish, inside the loop */
 	watch_features(&w);
 	loop_timer(w.l, 0, on_sleep, &w);
 	loop_timer(w.l, DRIFT_MS, on_drift, &w);
@@ -897,6 +968,7 @@ out:
 	http_server_free(w.srv);
 	json_free(w.spec);
 	json_free(w.published);
+	json_free(w.server);
 	json_free(w.owner_refs);
 	kube_free(w.k);
 	loop_free(w.l);

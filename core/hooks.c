@@ -37,10 +37,10 @@ static int merge(struct json *dst, const struct json *src)
 
 /* Runs one hook; returns 0 with its stdout in *out (owned) or -1 after
  * logging why it is skipped. */
-static int run_one(const char *path, const char *name, int timeout_ms, const struct fb_log *lg,
-		   char **out, size_t *outlen)
+static int run_one(const char *path, const char *name, int timeout_ms, int cancel_fd,
+		   const struct fb_log *lg, char **out, size_t *outlen)
 {
-	int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, st = 0, killed = 0, big = 0;
+	int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, st = 0, killed = 0, big = 0, exited = 0;
 	char *buf = malloc(FEATFILE_MAX_SIZE + 1), err[512];
 	size_t len = 0, elen = 0;
 	long long deadline = loop_now_ms() + timeout_ms;
@@ -58,9 +58,11 @@ static int run_one(const char *path, const char *name, int timeout_ms, const str
 	}
 	if (pid == 0) {
 		sigset_t none;
-		int devnull = open("/dev/null", O_RDONLY);
+		int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		char *const argv[] = { (char *)path, NULL };
 
+		/* its own process group, so whatever it starts goes with it */
+		setsid();
 		/* our loop blocks SIGTERM; a hook must not inherit that */
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
@@ -73,17 +75,32 @@ static int run_one(const char *path, const char *name, int timeout_ms, const str
 	close(po[1]);
 	close(pe[1]);
 	po[1] = pe[1] = -1;
-	while (po[0] >= 0 || pe[0] >= 0) {
-		struct pollfd p[2] = { { .fd = po[0], .events = POLLIN }, { .fd = pe[0], .events = POLLIN } };
+	for (;;) {
+		struct pollfd p[3] = { { .fd = po[0], .events = POLLIN }, { .fd = pe[0], .events = POLLIN },
+				       { .fd = cancel_fd, .events = POLLIN } };
 		long long left = deadline - loop_now_ms();
 		int n;
 
+		if (po[0] < 0 && pe[0] < 0) {
+			/* both pipes closed: wait for the exit, still within the deadline */
+			pid_t r = waitpid(pid, &st, WNOHANG);
+
+			if (r == pid) {
+				exited = 1;
+				break;
+			}
+			if (r < 0 && errno != EINTR)
+				break;
+		}
 		if (left <= 0 || big) {
-			kill(pid, SIGKILL);
 			killed = !big;
 			break;
 		}
-		n = poll(p, 2, (int)left);
+		n = poll(p, 3, po[0] < 0 && pe[0] < 0 ? (int)(left < 20 ? left : 20) : (int)left);
+		if (n > 0 && p[2].revents) { /* SIGTERM: stop now */
+			killed = 1;
+			break;
+		}
 		if (n < 0 && errno != EINTR)
 			break;
 		if (p[0].revents) {
@@ -109,7 +126,9 @@ static int run_one(const char *path, const char *name, int timeout_ms, const str
 			}
 		}
 	}
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	/* the whole group: a hook's background children do not outlive it */
+	kill(-pid, SIGKILL);
+	while (!exited && waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	if (elen) {
 		char esc[1024];
@@ -150,8 +169,8 @@ fail:
 	return -1;
 }
 
-int hooks_run_dir(const char *dir, int timeout_ms, const struct fb_log *lg, struct json *labels,
-		  struct json *features)
+int hooks_run_dir(const char *dir, int timeout_ms, int cancel_fd, const struct fb_log *lg,
+		  struct json *labels, struct json *features)
 {
 	DIR *d = opendir(dir);
 	char **names = NULL, path[PATH_MAX];
@@ -190,7 +209,7 @@ int hooks_run_dir(const char *dir, int timeout_ms, const struct fb_log *lg, stru
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & 0111))
 			continue;
-		if (run_one(path, names[i], timeout_ms, lg, &out, &len) < 0)
+		if (run_one(path, names[i], timeout_ms, cancel_fd, lg, &out, &len) < 0)
 			continue;
 		if (featfile_parse(out, len, names[i], NULL, lg, &l, &f) < 0 ||
 		    merge(labels, l) < 0 || merge(features, f) < 0) {
@@ -209,5 +228,9 @@ out:
 		free(names[i]);
 	free(names);
 	closedir(d);
+	/* as PID 1 (a container's only process) we inherit every orphan */
+	if (getpid() == 1)
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
 	return rc < 0 ? rc : ran;
 }

@@ -17,9 +17,11 @@ struct json;
  * feature file (featfile_parse) and merged into labels and features, later
  * hooks overriding earlier ones; its stderr is logged. A hook that fails
  * (exit status, signal, timeout, too much output) is logged and skipped,
- * never fatal. A missing dir is no hooks. Returns how many hooks ran
+ * never fatal. Each hook runs in its own process group, killed as a whole
+ * when it is done or its time is up; cancel_fd (-1 or the loop's) readable
+ * stops the running hook at once. A missing dir is no hooks. Returns how many hooks ran
  * successfully, or -FB_ENOMEM. */
-int hooks_run_dir(const char *dir, int timeout_ms, const struct fb_log *lg, struct json *labels,
-		  struct json *features);
+int hooks_run_dir(const char *dir, int timeout_ms, int cancel_fd, const struct fb_log *lg,
+		  struct json *labels, struct json *features);
 
 #endif

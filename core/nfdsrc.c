@@ -149,7 +149,7 @@ static ssize_t host_head(const struct hostfs *h, const char *rel, size_t size, c
 {
 	struct stat st;
 	size_t len = 0;
-	int fd = hostfs_open(h, rel, O_RDONLY);
+	int fd = hostfs_open(h, rel, O_RDONLY | O_NONBLOCK); /* a FIFO must not hang us */
 	char *buf;
 
 	*out = NULL;
@@ -2126,9 +2126,28 @@ int nfdsrc_whitelist_setup(regex_t *re, const char *pattern, struct fb_errinfo *
 	char msg[128];
 	int err;
 
+	char *ere, *o;
+
 	if (!pattern || !pattern[0])
 		return 0;
-	err = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
+	/* RE2's non-capturing "(?:" means "(" here (REG_NOSUB: nothing is
+	 * captured anyway); flags such as (?i) have no ERE form */
+	if (strstr(pattern, "(?") && strstr(pattern, "(?") != strstr(pattern, "(?:"))
+		return fb_errinfo_set(ei, FB_EINVAL, 0, "core.labelWhiteList",
+				      "RE2 flags like (?i) are not supported; write the cases out ([Aa])");
+	if (!(ere = malloc(strlen(pattern) + 1)))
+		return -FB_ENOMEM;
+	for (o = ere; *pattern;) {
+		if (strncmp(pattern, "(?:", 3) == 0) {
+			*o++ = '(';
+			pattern += 3;
+		} else {
+			*o++ = *pattern++;
+		}
+	}
+	*o = '\0';
+	err = regcomp(re, ere, REG_EXTENDED | REG_NOSUB);
+	free(ere);
 	if (err == 0)
 		return 1;
 	regerror(err, re, msg, sizeof(msg));
@@ -2139,35 +2158,29 @@ int nfdsrc_labels_filter(struct json *labels, const regex_t *whitelist, const st
 {
 	int dropped = 0;
 
-	for (;;) {
-		struct json *c;
-		const char *why = NULL;
+	/* one pass: the next member is taken before this one may go */
+	for (struct json *c = json_child(labels), *next; c; c = next) {
+		const char *name = json_key(c), *val = json_str(c), *slash, *why = NULL;
 		char *key, k[160], v[160];
 
-		for (c = json_child(labels); c; c = json_next(c)) {
-			const char *name = json_key(c), *val = json_str(c), *slash;
-
-			if (!labels_valid_key(name))
-				why = "invalid label name";
-			else if (!val || !labels_valid_value(val, strlen(val)))
-				why = "invalid label value";
-			else if (whitelist &&
-				 regexec(whitelist, (slash = strchr(name, '/')) ? slash + 1 : name, 0,
-					 NULL, 0) != 0)
-				why = "does not match the label whitelist";
-			if (why)
-				break;
-		}
-		if (!c)
-			return dropped;
+		next = json_next(c);
+		if (!labels_valid_key(name))
+			why = "invalid label name";
+		else if (!val || !labels_valid_value(val, strlen(val)))
+			why = "invalid label value";
+		else if (whitelist &&
+			 regexec(whitelist, (slash = strchr(name, '/')) ? slash + 1 : name, 0, NULL, 0) != 0)
+			why = "does not match the label whitelist";
+		if (!why)
+			continue;
 		NLOG_I(lg, "label \"%s\"=\"%s\" not published: %s",
-		       log_escape(json_key(c), strlen(json_key(c)), k, sizeof(k)),
-		       json_str(c) ? log_escape(json_str(c), strlen(json_str(c)), v, sizeof(v)) : "",
-		       why);
-		if (!(key = strdup(json_key(c))))
+		       log_escape(name, strlen(name), k, sizeof(k)),
+		       val ? log_escape(val, strlen(val), v, sizeof(v)) : "", why);
+		if (!(key = strdup(name)))
 			return -FB_ENOMEM;
-		json_remove(labels, key);
+		json_remove(labels, key); /* a built tree holds each name once */
 		free(key);
 		dropped++;
 	}
+	return dropped;
 }

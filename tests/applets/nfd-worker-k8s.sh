@@ -62,11 +62,16 @@ testing "--owner-refs= (empty): none" \
 
 # 2. The daemon: steady state costs nothing; a features.d change is
 #    published within a second or two, once.
+# The Pod cannot be read at first (503): the DaemonSet reference must still
+# arrive once it can, not be left out for the life of the process.
+k8s_ctl fault --method GET --path '/pods/nfd-worker-abcde$' --count 2 --status 503 >/dev/null
 $NW --options '{"core":{"sleepInterval":"1s"}}' --port 0 >"$W/w.log" 2>&1 &
 wpid=$!
-check "daemon publishes" wait_for 15 grep -q 'NodeFeature node-feature-discovery/node1' "$W/w.log"
+check "daemon publishes" wait_for 15 grep -qE '(created|updated) NodeFeature node-feature-discovery/node1' "$W/w.log"
+check "a transient failure at start does not lose the DaemonSet owner reference" wait_for 15 sh -c \
+	"cd $FB_TOP && . tests/k8s/start.sh && K8S_DIR=$S k8s_ctl get $NFP | grep -q '\"kind\": *\"DaemonSet\"'"
 port=$(sed -n 's/.*serving \/healthz and \/metrics on port \([0-9]*\).*/\1/p' "$W/w.log")
-testing "/healthz answers 200" "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/healthz" "200"
+testing "/healthz answers 200" "curl -s -m 1 -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/healthz" "200"
 testing "/metrics has the upstream discovery histogram" \
 	"curl -s http://127.0.0.1:$port/metrics | grep -c -e '^nfd_worker_feature_discovery_duration_seconds_count{node=\"node1\"}' -e '^nfd_worker_build_info{version='" "2\n"
 sleep 1
@@ -92,7 +97,7 @@ k8s_stop
 echo "edge.example.com/after=outage" >>"$W/fd/site"
 sleep 3
 check "API down: the worker is still running" kill -0 $wpid
-testing "API down: /healthz still answers" "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/healthz" "200"
+testing "API down: /healthz still answers within a second" "curl -s -m 1 -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/healthz" "200"
 k8s_start "$S" --port "$port_api" || fail "API server restarts"
 printf '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"%s"}}' $NSP | k8s_ctl put /api/v1/namespaces/$NSP - >/dev/null
 check "API back: the NodeFeature is published again" wait_for 40 sh -c "cd $FB_TOP && . tests/k8s/start.sh && K8S_DIR=$S k8s_ctl get $NFP 2>/dev/null | grep -q outage"

@@ -44,7 +44,8 @@ $NS/system-os_release.ID=debian
 $NS/system-os_release.VERSION_ID=12
 $NS/system-os_release.VERSION_ID.major=12\n"
 testing "GPU server: blacklisted cpuid flags are not labels, others are" \
-	"$NW --no-publish --host-prefix $W/gpu/ --features-dir $W/empty 2>/dev/null | grep -c -e 'cpuid.SSE2=' -e 'cpuid.AVX512F='" "1\n"
+	"$NW --no-publish --host-prefix $W/gpu/ --features-dir $W/empty 2>/dev/null | grep -e 'cpuid.SSE2=' -e 'cpuid.AVX512F='" \
+	"$NS/cpu-cpuid.AVX512F=true\n"
 testing "GPU server: the incomplete PCI device is skipped with a warning" \
 	"$NW --no-publish --host-prefix $W/gpu/ --features-dir $W/empty 2>&1 >/dev/null | grep -c 'skipping device 0000:00:1f.2: vendor: not found'" "1\n"
 testing "Raspberry Pi: USB accelerators labelled, bridges and hubs not" \
@@ -77,6 +78,14 @@ testing "bad config YAML: exit 1 naming line and column" \
 printf 'core:\n  sleepInterval: 5s\n  noSuchKey: 1\n' >"$W/unknown.conf"
 testing "unknown config key: a warning, not fatal" \
 	"$NW --config $W/unknown.conf --no-publish --host-prefix $W/empty/ --features-dir $W/empty 2>&1 >/dev/null | grep -c 'unknown key core.noSuchKey'; $NW --config $W/unknown.conf --no-publish --host-prefix $W/empty/ --features-dir $W/empty >/dev/null 2>&1; echo \$?" "1\n0\n"
+testing "a disabled feature source gives no labels either (as upstream)" \
+	"$NW --no-publish --host-prefix $W/gpu/ --features-dir $W/empty --feature-sources=all,-cpu,-pci 2>/dev/null | grep -c -e cpu- -e pci-" "0\n"
+mkdir -p "$W/fifo/proc" && mkfifo "$W/fifo/proc/cpuinfo"
+testing "a FIFO where /proc/cpuinfo should be: no hang" \
+	"timeout 20 $NW --no-publish --host-prefix $W/fifo/ --features-dir $W/empty >/dev/null 2>&1; echo \$?" "0\n"
+testing "RE2 non-capturing groups in labelWhiteList work" \
+	"$NW --no-publish --host-prefix $W/gpu/ --features-dir $W/empty --options '{\"core\":{\"labelWhiteList\":\"^(?:pci|storage)-\"}}' 2>/dev/null | cut -d- -f1 | sort -u" \
+	"$NS/pci\n$NS/storage\n"
 testing "--owner-refs with an unknown kind: exit 2" "$NW --owner-refs=node,rs --no-publish 2>/dev/null; echo \$?" "2\n"
 testing "an operand: exit 2" "$NW --no-publish extra 2>/dev/null; echo \$?" "2\n"
 
@@ -132,6 +141,8 @@ assert gpus and gpus[0]["class"] == "0302" and "sriov_totalvfs" in gpus[0], gpus
 assert all(isinstance(v, str) for i in f["instances"]["pci.device"]["elements"] for v in i["attributes"].values())
 assert o["spec"]["labels"]["feature.node.kubernetes.io/pci-0302_10de.present"] == "true"
 PY
+testing "local.label and local.feature are published even when empty" \
+	"$NW --no-publish --print-features --host-prefix $W/empty/ --features-dir $W/empty --feature-sources=local 2>/dev/null | grep -c '\"local.feature\":{\"elements\":{}}.*\"local.label\":{\"elements\":{}}'" "1\n"
 testing "--no-publish-features drops a feature" \
 	"$NW --no-publish --print-features --host-prefix $W/gpu/ --features-dir $W/empty --no-publish-features=cpu.cpuid 2>/dev/null | grep -c '\"cpu.cpuid\"'" "0\n"
 
