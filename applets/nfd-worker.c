@@ -14,6 +14,9 @@
  *   API request (upstream GETs every pass); the server is re-read after a
  *   409/404, and every ten minutes to catch drift (a deleted object).
  * - /healthz answers from the start, not only after the first publish.
+ * - --no-publish (or core.noPublish) discovers once, prints the labels (or
+ *   with --print-features the NodeFeature) and exits; upstream keeps a
+ *   dry-run daemon running.
  * - An owner reference that cannot be built (no POD_NAME/POD_UID, Pod or
  *   Node unreadable) is left out with a warning instead of being fatal.
  * - --host-prefix, --node-name, --print-features, --features-dir are ours;
