@@ -7,7 +7,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,6 +72,33 @@ static __attribute__((unused)) int t_unprivileged(int (*fn)(void *), void *arg)
 	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) == 255)
 		return -1;
 	return WEXITSTATUS(st);
+}
+
+/* Writes path (a directory when data is NULL), creating missing parent
+ * directories, then gives it mode; a failure ends the test program (exit 2:
+ * the fixture could not be made, which is not a test result). */
+static __attribute__((unused)) void t_put(const char *path, const char *data, mode_t mode)
+{
+	char p[1024], *slash;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s", path);
+	for (slash = strchr(p + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		mkdir(p, 0755);
+		*slash = '/';
+	}
+	if (!data) {
+		mkdir(p, 0755);
+		return;
+	}
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, data, strlen(data)) != (ssize_t)strlen(data)) {
+		fprintf(stderr, "%s: cannot make the fixture: %s\n", p, strerror(errno));
+		exit(2);
+	}
+	close(fd);
+	chmod(p, mode);
 }
 
 static int t_done(void)

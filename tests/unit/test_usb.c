@@ -117,24 +117,10 @@ static const char *esc(const char *s)
 /* writes tmp/sys/devices/usb/REL (a directory when data is NULL) */
 static void put(const char *rel, const char *data, mode_t mode)
 {
-	char path[512], *slash;
-	int fd;
+	char path[512];
 
 	snprintf(path, sizeof(path), "%s/sys/devices/usb/%s", tmp, rel);
-	for (slash = strchr(path + strlen(tmp) + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		mkdir(path, 0755);
-		*slash = '/';
-	}
-	if (!data) {
-		mkdir(path, 0755);
-		return;
-	}
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || write(fd, data, strlen(data)) != (ssize_t)strlen(data))
-		setup_failed(path);
-	close(fd);
-	chmod(path, mode);
+	t_put(path, data, mode);
 }
 
 /* the bus/usb/devices/NAME link to sys/devices/usb/NAME */
