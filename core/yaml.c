@@ -99,28 +99,30 @@ static int t_reserve(struct yp *P, size_t n)
 	return 0;
 }
 
-static int t_add(struct yp *P, const char *s, size_t n)
+/* Appends s[0..n), or n copies of c when s is NULL. */
+static int t_push(struct yp *P, const char *s, char c, size_t n)
 {
 	int rc = t_reserve(P, n);
 
 	if (rc < 0)
 		return rc;
-	memcpy(P->t + P->tlen, s, n);
+	if (s)
+		memcpy(P->t + P->tlen, s, n);
+	else
+		memset(P->t + P->tlen, c, n);
 	P->tlen += n;
 	P->t[P->tlen] = '\0';
 	return 0;
 }
 
+static int t_add(struct yp *P, const char *s, size_t n)
+{
+	return t_push(P, s, 0, n);
+}
+
 static int t_addn(struct yp *P, char c, size_t n)
 {
-	int rc = t_reserve(P, n);
-
-	if (rc < 0)
-		return rc;
-	memset(P->t + P->tlen, c, n);
-	P->tlen += n;
-	P->t[P->tlen] = '\0';
-	return 0;
+	return t_push(P, NULL, c, n);
 }
 
 static int t_set(struct yp *P, size_t from, size_t to)

@@ -101,6 +101,35 @@ static __attribute__((unused)) void t_put(const char *path, const char *data, mo
 	chmod(p, mode);
 }
 
+/* A log file for a struct fb_log to write into: DIR/log, writable by the
+ * unprivileged runs too. Ends the program (exit 2) when it cannot be made. */
+static __attribute__((unused)) int t_log_open(const char *dir)
+{
+	char p[1024];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/log", dir);
+	fd = open(p, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
+	if (fd < 0) {
+		perror(p);
+		exit(2);
+	}
+	chmod(p, 0666);
+	return fd;
+}
+
+/* What was logged to fd since the last call (the file is emptied). */
+static __attribute__((unused)) const char *t_logged(int fd)
+{
+	static char buf[8192];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	buf[n > 0 ? n : 0] = '\0';
+	if (ftruncate(fd, 0) != 0)
+		exit(2);
+	return buf;
+}
+
 static int t_done(void)
 {
 	return t_failed ? 1 : 0;

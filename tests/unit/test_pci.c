@@ -92,13 +92,7 @@ static void setup_failed(const char *path)
 /* what the scans logged since the last call (the log file is truncated) */
 static const char *logged(void)
 {
-	static char buf[8192];
-	ssize_t n = pread(logfd, buf, sizeof(buf) - 1, 0);
-
-	buf[n > 0 ? n : 0] = '\0';
-	if (ftruncate(logfd, 0) != 0)
-		exit(2);
-	return buf;
+	return t_logged(logfd);
 }
 
 /* s with control characters shown as \n, \t, \r, for test names */
@@ -340,11 +334,7 @@ int main(void)
 		return perror("mkdtemp"), 2;
 	snprintf(tmp, sizeof(tmp), "%s", tmpl);
 	chmod(tmp, 0755);
-	snprintf(path, sizeof(path), "%s/log", tmp);
-	logfd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0666);
-	if (logfd < 0)
-		return perror(path), 2;
-	chmod(path, 0666);
+	logfd = t_log_open(tmp);
 
 	for (size_t i = 0; i < sizeof(hex_cases) / sizeof(hex_cases[0]); i++) {
 		char out[10] = "untouched";
