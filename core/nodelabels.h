@@ -1,0 +1,95 @@
+/* nodelabels: how NFD owns part of a Node: the labels, annotations,
+ * extended resources and taints it manages, tracked through the upstream
+ * bookkeeping annotations so that upstream and featurebox masters can take
+ * over from each other without removing anything
+ * (upstream pkg/nfd-master/nfd-master.go: filterFeatureLabels,
+ * updateNodeObject, and pkg/apis/nfd/validate). One module for nfd-master
+ * and nfd-worker --standalone. */
+#ifndef FB_NODELABELS_H
+#define FB_NODELABELS_H
+
+#include "err.h"
+#include "features.h"
+#include "json.h"
+#include "log.h"
+
+#include <regex.h>
+#include <stddef.h>
+
+struct kube;
+
+#define NL_DEFAULT_NS "feature.node.kubernetes.io"
+#define NL_NFD_NS "nfd.node.kubernetes.io"
+
+/* What may be written. Everything borrowed. */
+struct nl_policy {
+	const char *instance;              /* "" or --instance: bookkeeping annotations
+					    * become "<instance>.nfd.node.kubernetes.io/..." */
+	const char *const *extra_ns;       /* --extra-label-ns: re-allowed namespaces */
+	size_t n_extra;
+	const char *const *deny_ns;        /* --deny-label-ns: exact, or "*.suffix" */
+	size_t n_deny;
+	const regex_t *label_whitelist;    /* on the name part; NULL: everything */
+	int enable_taints;                 /* --enable-taints */
+	int allow_overwrite;               /* restrictions.allowOverwrite (default 1):
+					    * replace a value NFD does not manage */
+};
+/* Defaults: no instance, no lists, no whitelist, taints off, overwrite on. */
+void nl_policy_init(struct nl_policy *p);
+
+/* A desired (or current) state. Owned objects of string values, NULL
+ * meaning empty; taints an array of {"key","value","effect"}. */
+struct nl_set {
+	struct json *labels, *annotations, *extended_resources, *taints;
+};
+void nl_set_free(struct nl_set *s);
+
+/* Rejections by kind (the master's *_rejected_total metrics). */
+struct nl_rejects {
+	unsigned long labels, annotations, extended_resources, taints;
+};
+
+/* Makes s acceptable, in place: unprefixed label, annotation and extended
+ * resource keys get "feature.node.kubernetes.io/"; a value "@d.f.e" is
+ * replaced by attribute e of attribute feature d.f of feat (feat may be
+ * NULL: then such entries are dropped); then the namespace policy, the
+ * whitelist and Kubernetes key/value validity drop what fails, each drop
+ * logged (level W, naming key and reason) and counted in rej (may be NULL).
+ * Taints are dropped whole unless p->enable_taints. Returns 0 or
+ * -FB_ENOMEM. */
+int nl_filter(const struct nl_policy *p, struct nl_set *s, const struct features *feat,
+	      const struct fb_log *lg, struct nl_rejects *rej);
+
+/* The requests that bring node (a Node object as the API returns it;
+ * borrowed) to s (filtered): status, a JSON Patch for /status (extended
+ * resources); meta, a JSON Patch for /metadata (labels, annotations, the
+ * bookkeeping annotations) and, when taints change, /spec/taints guarded by
+ * a "test" of metadata.resourceVersion. Each is an owned array, NULL when
+ * there is nothing to do. With skip_removal nothing is removed (only added
+ * or replaced): for a node whose features are not known yet. */
+struct nl_patches {
+	struct json *status, *meta;
+};
+void nl_patches_free(struct nl_patches *pp);
+int nl_diff(const struct nl_policy *p, const struct json *node, const struct nl_set *s,
+	    int skip_removal, struct nl_patches *out);
+/* The requests that remove everything NFD manages on node (by the
+ * bookkeeping annotations) and every [<instance>.]nfd.node.kubernetes.io/
+ * annotation: --prune. */
+int nl_prune_diff(const struct nl_policy *p, const struct json *node, struct nl_patches *out);
+
+/* What nl_apply did. */
+struct nl_result {
+	int changed;         /* 1 when a PATCH was sent and accepted */
+	int requests;        /* API requests made (GET and PATCH) */
+};
+
+/* GETs node, diffs against s (or prunes when s is NULL), and PATCHes /status
+ * then the node, in that order; on 409 or 422 (changed under us) GETs again
+ * and retries, at most 3 rounds. Returns 0, -FB_ENOENT (no such node: the
+ * caller skips it), or the error of the failed request (ei names the node and
+ * the API's message). */
+int nl_apply(struct kube *k, const char *node, const struct nl_policy *p, const struct nl_set *s,
+	     int skip_removal, const struct fb_log *lg, struct nl_result *res, struct fb_errinfo *ei);
+
+#endif
