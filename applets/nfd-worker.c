@@ -678,23 +678,6 @@ static void serve(void *ctx, const char *method, const char *path, struct http_r
 
 /* ---- main --------------------------------------------------------------- */
 
-/* The worker's namespace: its service account's, else KUBERNETES_NAMESPACE,
- * else the kubeconfig context's (default "default"). */
-static void find_namespace(struct worker *w, const char *fallback)
-{
-	char *ns = NULL;
-	const char *env = getenv("KUBERNETES_NAMESPACE");
-
-	if (sysfs_read_alloc(AT_FDCWD, KUBE_SA_DIR "/namespace", 256, &ns) > 0) {
-		snprintf(w->ns, sizeof(w->ns), "%.*s", (int)strcspn(ns, "\n"), ns);
-	} else if (env && *env) {
-		snprintf(w->ns, sizeof(w->ns), "%s", env);
-	} else {
-		snprintf(w->ns, sizeof(w->ns), "%s", fallback && *fallback ? fallback : "default");
-	}
-	free(ns);
-}
-
 static int print_labels(const struct json *labels)
 {
 	size_t n = json_count(labels), i = 0;
@@ -890,7 +873,7 @@ int nfd_worker_main(int argc, char **argv)
 
 		if (!spec2)
 			goto out;
-		find_namespace(&w, NULL);
+		kube_own_namespace(NULL, w.ns, sizeof(w.ns));
 		if (print_features) {
 			char *s;
 
@@ -924,7 +907,7 @@ int nfd_worker_main(int argc, char **argv)
 			goto out;
 		}
 		rc = kube_new(&w.k, &kc, &ko, &w.log, loop_cancel_fd(w.l), &ei);
-		find_namespace(&w, kc.namespace_);
+		kube_own_namespace(&kc, w.ns, sizeof(w.ns));
 		kube_config_free(&kc);
 		if (rc < 0) {
 			LOG_E(&w.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));

@@ -888,20 +888,15 @@ static int status_error(const char *method, const char *path, const struct kube_
 	return fb_errinfo_set(ei, FB_EIO, 0, what, detail);
 }
 
-int kube_list(struct kube *k, const char *path, struct json **items, char *rv, size_t rv_size,
-	      struct fb_errinfo *ei)
+int kube_list_pages(struct kube *k, const char *path, kube_page_fn fn, void *ctx, char *rv,
+		    size_t rv_size, struct fb_errinfo *ei)
 {
 	char target[2048], cont[1024] = "";
-	struct json *all = json_new_array();
-	int restarted = 0, rc;
+	int restarted = 0, first = 1, rc;
 
-	*items = NULL;
-	if (!all)
-		return fb_errinfo_set(ei, FB_ENOMEM, ENOMEM, path, NULL);
 	for (;;) {
 		struct kube_result res;
-		const char *c, *sep = strchr(path, '?') ? "&" : "?";
-		struct json *page, *it;
+		const char *sep = strchr(path, '?') ? "&" : "?";
 
 		if (cont[0])
 			snprintf(target, sizeof(target), "%s%slimit=%d&continue=%s", path, sep,
@@ -910,43 +905,74 @@ int kube_list(struct kube *k, const char *path, struct json **items, char *rv, s
 			snprintf(target, sizeof(target), "%s%slimit=%d", path, sep, k->opts.page_size);
 		rc = kube_request(k, "GET", target, NULL, NULL, 0, &res, ei);
 		if (rc < 0)
-			break;
+			return rc;
 		if (res.status == 410 && cont[0] && !restarted) {
 			/* the continue token expired mid-list: start over once */
 			restarted = 1;
+			first = 1;
 			cont[0] = '\0';
-			json_free(all);
 			kube_result_free(&res);
-			if (!(all = json_new_array()))
-				return fb_errinfo_set(ei, FB_ENOMEM, ENOMEM, path, NULL);
 			continue;
 		}
 		if (res.status / 100 != 2 || json_type(json_get(res.body, "items")) != JSON_ARRAY) {
 			rc = res.status / 100 != 2 ? status_error("GET", target, &res, ei)
 				: fb_errinfo_set(ei, FB_EPROTO, 0, target, "list without items");
 			kube_result_free(&res);
-			break;
-		}
-		page = json_get(res.body, "items");
-		for (it = json_child(page); it; it = json_next(it)) {
-			if (json_append_take(all, json_dup(it)) < 0) {
-				rc = fb_errinfo_set(ei, FB_ENOMEM, ENOMEM, path, NULL);
-				break;
-			}
+			return rc;
 		}
 		snprintf(rv, rv_size, "%s", json_get_str(json_get(res.body, "metadata"), "resourceVersion", ""));
-		c = json_get_str(json_get(res.body, "metadata"), "continue", "");
-		snprintf(cont, sizeof(cont), "%s", c);
+		snprintf(cont, sizeof(cont), "%s", json_get_str(json_get(res.body, "metadata"), "continue", ""));
+		rc = fn(ctx, json_get(res.body, "items"), first);
+		first = 0;
 		kube_result_free(&res);
-		if (rc < 0 || !cont[0])
-			break;
+		if (rc < 0)
+			return fb_errinfo_set(ei, -rc, 0, path, NULL);
+		if (!cont[0])
+			return 0;
 	}
+}
+
+static int list_collect(void *ctx, const struct json *items, int first)
+{
+	struct json **all = ctx;
+
+	if (first) { /* from scratch (again, after an expired continue token) */
+		json_free(*all);
+		if (!(*all = json_new_array()))
+			return -FB_ENOMEM;
+	}
+	for (const struct json *it = json_child(items); it; it = json_next(it))
+		if (json_append_take(*all, json_dup(it)) < 0)
+			return -FB_ENOMEM;
+	return 0;
+}
+
+int kube_list(struct kube *k, const char *path, struct json **items, char *rv, size_t rv_size,
+	      struct fb_errinfo *ei)
+{
+	struct json *all = NULL;
+	int rc = kube_list_pages(k, path, list_collect, &all, rv, rv_size, ei);
+
 	if (rc < 0) {
 		json_free(all);
-		return rc;
+		all = NULL;
 	}
 	*items = all;
-	return 0;
+	return rc;
+}
+
+void kube_own_namespace(const struct kube_config *cfg, char *out, size_t size)
+{
+	char *ns = NULL;
+	const char *env = getenv("KUBERNETES_NAMESPACE");
+
+	if (sysfs_read_alloc(AT_FDCWD, KUBE_SA_DIR "/namespace", 256, &ns) > 0)
+		snprintf(out, size, "%.*s", (int)strcspn(ns, "\n"), ns);
+	else if (env && *env)
+		snprintf(out, size, "%s", env);
+	else
+		snprintf(out, size, "%s", cfg && cfg->namespace_[0] ? cfg->namespace_ : "default");
+	free(ns);
 }
 
 void kube_json_pointer_escape(const char *in, char *out, size_t size)

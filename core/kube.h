@@ -145,6 +145,21 @@ int kube_request(struct kube *k, const char *method, const char *path, const cha
 int kube_list(struct kube *k, const char *path, struct json **items, char *rv, size_t rv_size,
 	      struct fb_errinfo *ei);
 
+/* Called with each page's items (borrowed for the call); first is 1 for the
+ * first page and again when the list restarted from scratch (then forget
+ * what earlier pages gave). A negative return (-FB_*) stops the list. */
+typedef int (*kube_page_fn)(void *ctx, const struct json *items, int first);
+/* kube_list one page at a time, so a large collection is never whole in
+ * memory. rv gets the list's resourceVersion. Errors as kube_list, or the
+ * callback's. */
+int kube_list_pages(struct kube *k, const char *path, kube_page_fn fn, void *ctx, char *rv,
+		    size_t rv_size, struct fb_errinfo *ei);
+
+/* The namespace this process works in: its service account's namespace
+ * file, else $KUBERNETES_NAMESPACE, else the kubeconfig context's (cfg may be
+ * NULL), else "default". */
+void kube_own_namespace(const struct kube_config *cfg, char *out, size_t size);
+
 /* Why a watch ended. */
 enum kube_watch_end {
 	KUBE_WATCH_CLOSED,  /* the server ended the stream (timeoutSeconds): re-watch from kube_watch_rv */
