@@ -21,6 +21,7 @@
 #include "json.h"
 #include "kube.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,13 +84,15 @@ static const char *holder_of(const struct json *spec)
 	return json_get_str(spec, "holderIdentity", "");
 }
 
+/* An int32 field of the spec, 0 when missing; clamped so that remote values
+ * can overflow nothing (transitions + 1, seconds * 1000). */
 static long long int_of(const struct json *spec, const char *key)
 {
 	long long v = 0;
 
-	if (json_int(json_get(spec, key), &v) < 0)
+	if (json_int(json_get(spec, key), &v) < 0 || v < 0)
 		return 0;
-	return v;
+	return v < INT32_MAX ? v : INT32_MAX - 1;
 }
 
 static int holder_is_us(const struct lease *le)
