@@ -1167,6 +1167,18 @@ int nl_apply(struct kube *k, const char *node, const struct nl_policy *p, const 
 			}
 			res->changed = 1;
 			ops = NULL;
+			if (i == 0 && pp.meta && json_get(r.body, "metadata")) {
+				/* the status PATCH gave the node a new resourceVersion,
+				 * which the taints' test must carry: diff the node it
+				 * answered with (ignoring status, done) rather than patch
+				 * the old test value, which could hide a concurrent change */
+				nl_patches_free(&pp);
+				rc = s ? nl_diff(p, r.body, s, skip_removal, &pp) : nl_prune_diff(p, r.body, &pp);
+				if (rc < 0) {
+					rc = fb_errinfo_set(ei, -rc, 0, node, NULL);
+					goto out;
+				}
+			}
 		}
 		if (!ops)
 			goto out; /* everything sent, or nothing to send */
