@@ -54,9 +54,11 @@ struct nl_rejects {
  * replaced by attribute e of attribute feature d.f of feat (feat may be
  * NULL: then such entries are dropped); then the namespace policy, the
  * whitelist and Kubernetes key/value validity drop what fails, each drop
- * logged (level W, naming key and reason) and counted in rej (may be NULL).
- * Taints are dropped whole unless p->enable_taints. Returns 0 or
- * -FB_ENOMEM. */
+ * logged (level W, naming key and reason; lg may be NULL) and counted in
+ * rej (may be NULL). Taints are dropped whole unless p->enable_taints. The
+ * rules per kind, and where they deviate from upstream, are in the header
+ * comment of nodelabels.c. Returns 0 or -FB_ENOMEM (s then partly filtered:
+ * free it). */
 int nl_filter(const struct nl_policy *p, struct nl_set *s, const struct features *feat,
 	      const struct fb_log *lg, struct nl_rejects *rej);
 
@@ -65,8 +67,10 @@ int nl_filter(const struct nl_policy *p, struct nl_set *s, const struct features
  * resources); meta, a JSON Patch for /metadata (labels, annotations, the
  * bookkeeping annotations) and, when taints change, /spec/taints guarded by
  * a "test" of metadata.resourceVersion. Each is an owned array, NULL when
- * there is nothing to do. With skip_removal nothing is removed (only added
- * or replaced): for a node whose features are not known yet. */
+ * there is nothing to do (the caller then sends no request). With
+ * skip_removal nothing is removed (only added or replaced): for a node whose
+ * features are not known yet. Returns 0, -FB_EINVAL (node has no metadata
+ * object) or -FB_ENOMEM; out is NULL/NULL on error. */
 struct nl_patches {
 	struct json *status, *meta;
 };
@@ -85,10 +89,13 @@ struct nl_result {
 };
 
 /* GETs node, diffs against s (or prunes when s is NULL), and PATCHes /status
- * then the node, in that order; on 409 or 422 (changed under us) GETs again
- * and retries, at most 3 rounds. Returns 0, -FB_ENOENT (no such node: the
- * caller skips it), or the error of the failed request (ei names the node and
- * the API's message). */
+ * then the node, in that order (the node's patch diffed again from the
+ * status PATCH's answer, whose resourceVersion the taints' test needs); on
+ * 409 or 422 (changed under us) GETs again and retries, at most 3 rounds.
+ * Returns 0, -FB_ENOENT (no such node: the caller skips it), -FB_EINVAL (node
+ * is not a node name), -FB_EIO (a non-2xx answer, or still conflicting after
+ * 3 rounds; ei names the node, the request and the API's message), or the
+ * transport error of kube_request. */
 int nl_apply(struct kube *k, const char *node, const struct nl_policy *p, const struct nl_set *s,
 	     int skip_removal, const struct fb_log *lg, struct nl_result *res, struct fb_errinfo *ei);
 

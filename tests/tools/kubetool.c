@@ -12,11 +12,18 @@
  *       shows up (re-watching on stream ends, re-listing on 410 and
  *       failures), and prints the mirrored state:
  *       one "NAME LABELS-JSON" line per object, sorted, then counters
- *       ("relists N", "rewatches N") on stderr. */
+ *       ("relists N", "rewatches N") on stderr.
+ *   kubetool ... nl-apply NODE DESIRED.json|--prune [--instance I] [--enable-taints]
+ *                [--no-overwrite] [--skip-removal]
+ *       core/nodelabels: filters DESIRED ({"labels", "annotations",
+ *       "extended_resources", "taints"}, no features for @ values) and applies
+ *       it to NODE (or prunes it); prints "changed C requests R"; exit 1 with
+ *       the error on stderr, 3 when the node does not exist. */
 #include "../../core/json.h"
 #include "../../core/kube.h"
 #include "../../core/log.h"
 #include "../../core/loop.h"
+#include "../../core/nodelabels.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +154,59 @@ static void start(void *ctx)
 	}
 }
 
+static int nl_apply_cmd(struct kube *k, struct fb_log *lg, int argc, char **argv)
+{
+	const char *node = argv[0];
+	struct nl_policy p;
+	struct nl_set s = { 0 };
+	struct nl_result res;
+	struct fb_errinfo ei;
+	int prune = 0, skip = 0, rc;
+	char msg[2048];
+
+	nl_policy_init(&p);
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--instance") && i + 1 < argc)
+			p.instance = argv[++i];
+		else if (!strcmp(argv[i], "--enable-taints"))
+			p.enable_taints = 1;
+		else if (!strcmp(argv[i], "--no-overwrite"))
+			p.allow_overwrite = 0;
+		else if (!strcmp(argv[i], "--skip-removal"))
+			skip = 1;
+	}
+	if (!strcmp(argv[1], "--prune")) {
+		prune = 1;
+	} else {
+		static char buf[1 << 20];
+		FILE *f = fopen(argv[1], "r");
+		size_t n = f ? fread(buf, 1, sizeof(buf), f) : 0;
+		struct json *d;
+
+		if (f)
+			fclose(f);
+		if (!(d = json_parse(buf, n, argv[1], &ei))) {
+			fprintf(stderr, "kubetool: %s\n", fb_errinfo_str(&ei, msg, sizeof(msg)));
+			return 1;
+		}
+		s.labels = json_dup(json_get(d, "labels"));
+		s.annotations = json_dup(json_get(d, "annotations"));
+		s.extended_resources = json_dup(json_get(d, "extended_resources"));
+		s.taints = json_dup(json_get(d, "taints"));
+		json_free(d);
+		nl_filter(&p, &s, NULL, lg, NULL);
+	}
+	fb_errinfo_init(&ei);
+	rc = nl_apply(k, node, &p, prune ? NULL : &s, skip, lg, &res, &ei);
+	nl_set_free(&s);
+	printf("changed %d requests %d\n", res.changed, res.requests);
+	if (rc < 0) {
+		fprintf(stderr, "kubetool: %s\n", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		return rc == -FB_ENOENT ? 3 : 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct kube_opts o;
@@ -173,7 +233,7 @@ int main(int argc, char **argv)
 			break;
 	}
 	if (i + 1 >= argc) {
-		fputs("usage: kubetool [--kubeconfig K] [--timeout-ms N] [--attempts N] request|list|mirror ...\n", stderr);
+		fputs("usage: kubetool [--kubeconfig K] [--timeout-ms N] [--attempts N] request|list|mirror|nl-apply ...\n", stderr);
 		return 2;
 	}
 	if (loop_new(&m.l, &ei) < 0 || kube_config_load(&cfg, &o, &ei) < 0) {
@@ -219,6 +279,8 @@ int main(int argc, char **argv)
 		print_sorted(m.state, 1);
 		fprintf(stderr, "relists %d\nrewatches %d\n", m.relists, m.rewatches);
 		rc = 0;
+	} else if (!strcmp(argv[i], "nl-apply") && i + 2 < argc) {
+		rc = nl_apply_cmd(m.k, &lg, argc - i - 1, argv + i + 1);
 	} else {
 		fputs("kubetool: unknown command\n", stderr);
 		rc = 2;
