@@ -272,26 +272,28 @@ static int bracket(struct rx *x)
 	return 0;
 }
 
-/* Length of a valid RE2 repeat "{n}", "{n,}", "{n,m}" at p, else 0. */
-static size_t repeat_len(const char *p)
+/* Length of an RE2 repeat "{n}", "{n,}", "{n,m}" at p, else 0 (then '{' is
+ * a literal); *count gets the copies it makes (n, or m when given), or -1
+ * when the counts are out of RE2's range (over 1000, or m < n). */
+static size_t repeat_len(const char *p, long *count)
 {
 	const char *q = p + 1;
 	long n = 0, m = -1;
 
 	if (!isdigit((unsigned char)*q))
 		return 0;
-	while (isdigit((unsigned char)*q) && n <= 1000)
-		n = n * 10 + (*q++ - '0');
-	if (*q == ',') {
+	for (; isdigit((unsigned char)*q); q++)
+		n = n > 1000 ? n : n * 10 + (*q - '0');
+	if (*q == ',' && isdigit((unsigned char)q[1]))
+		for (m = 0, q++; isdigit((unsigned char)*q); q++)
+			m = m > 1000 ? m : m * 10 + (*q - '0');
+	else if (*q == ',')
 		q++;
-		if (isdigit((unsigned char)*q))
-			for (m = 0; isdigit((unsigned char)*q) && m <= 1000;)
-				m = m * 10 + (*q++ - '0');
-	} else {
+	else
 		m = n;
-	}
-	if (*q != '}' || n > 1000 || m > 1000 || (m >= 0 && m < n))
+	if (*q != '}')
 		return 0;
+	*count = n > 1000 || m > 1000 || (m >= 0 && m < n) ? -1 : m > n ? m : n;
 	return (size_t)(q + 1 - p);
 }
 
@@ -302,20 +304,30 @@ static void literal(struct rx *x, int c)
 	putch(&x->o, (char)c);
 }
 
+#define RE_NEST 100
+
 static int translate(struct rx *x)
 {
+	/* inner[d]: the most copies a repeat makes inside the group open at
+	 * depth d; last: those of the atom a repeat would apply to. Like RE2,
+	 * nested counts may multiply to 1000 at most (regcomp unrolls them). */
+	long inner[RE_NEST + 1] = { 1 }, last = 1, count = 1;
 	int can_repeat = 0, after_rep = 0, depth = 0;
 
 	while (*x->p) {
 		char c = *x->p;
 		size_t n = 1;
 
-		if (c == '*' || c == '+' || c == '?' || (c == '{' && (n = repeat_len(x->p)))) {
+		if (c == '*' || c == '+' || c == '?' || (c == '{' && (n = repeat_len(x->p, &count)))) {
 			if (!can_repeat)
 				return fail(x, "missing argument to repetition operator");
 			if (after_rep)
 				return fail(x, "invalid nested repetition operator");
-			n = c == '{' ? n : 1;
+			if (c == '{' && count < 0)
+				return fail(x, "invalid repeat count");
+			if ((last *= c == '{' ? count : 1) > 1000)
+				return fail(x, "invalid repeat count (nested repeats over 1000)");
+			inner[depth] = last > inner[depth] ? last : inner[depth];
 			put(&x->o, x->p, n);
 			x->p += n;
 			x->p += *x->p == '?'; /* lazy: same yes/no answer */
@@ -324,6 +336,7 @@ static int translate(struct rx *x)
 		}
 		after_rep = 0;
 		can_repeat = 1;
+		last = 1;
 		x->p++;
 		switch (c) {
 		case '\\': {
@@ -348,7 +361,9 @@ static int translate(struct rx *x)
 			break;
 		case '(':
 			can_repeat = 0;
-			depth++;
+			if (depth == RE_NEST)
+				return fail(x, "expression nests too deeply");
+			inner[++depth] = 1;
 			if (*x->p != '?') {
 				putch(&x->o, '(');
 			} else if (x->p[1] == ':') {
@@ -371,8 +386,10 @@ static int translate(struct rx *x)
 			putch(&x->o, c);
 			break;
 		case ')':
-			if (depth-- == 0)
+			if (depth == 0)
 				return fail(x, "unexpected )");
+			last = inner[depth--];
+			inner[depth] = last > inner[depth] ? last : inner[depth];
 			putch(&x->o, c);
 			break;
 		case '^':
