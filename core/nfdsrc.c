@@ -39,6 +39,7 @@
 #include "nfdsrc.h"
 
 #include "labels.h"
+#include "re.h"
 #include "sysfs.h"
 
 #include <ctype.h>
@@ -2124,34 +2125,14 @@ int nfdsrc_system(const struct hostfs *h, const char *nodename, struct features 
 int nfdsrc_whitelist_setup(regex_t *re, const char *pattern, struct fb_errinfo *ei)
 {
 	char msg[128];
-	int err;
-
-	char *ere, *o;
+	int rc;
 
 	if (!pattern || !pattern[0])
 		return 0;
-	/* RE2's non-capturing "(?:" means "(" here (REG_NOSUB: nothing is
-	 * captured anyway); flags such as (?i) have no ERE form */
-	if (strstr(pattern, "(?") && strstr(pattern, "(?") != strstr(pattern, "(?:"))
-		return fb_errinfo_set(ei, FB_EINVAL, 0, "core.labelWhiteList",
-				      "RE2 flags like (?i) are not supported; write the cases out ([Aa])");
-	if (!(ere = malloc(strlen(pattern) + 1)))
-		return -FB_ENOMEM;
-	for (o = ere; *pattern;) {
-		if (strncmp(pattern, "(?:", 3) == 0) {
-			*o++ = '(';
-			pattern += 3;
-		} else {
-			*o++ = *pattern++;
-		}
-	}
-	*o = '\0';
-	err = regcomp(re, ere, REG_EXTENDED | REG_NOSUB);
-	free(ere);
-	if (err == 0)
-		return 1;
-	regerror(err, re, msg, sizeof(msg));
-	return fb_errinfo_set(ei, FB_EINVAL, 0, "core.labelWhiteList", msg);
+	rc = re_compile(re, pattern, REG_NOSUB, msg, sizeof(msg));
+	if (rc == -FB_EINVAL)
+		return fb_errinfo_set(ei, FB_EINVAL, 0, "core.labelWhiteList", msg);
+	return rc < 0 ? rc : 1;
 }
 
 int nfdsrc_labels_filter(struct json *labels, const regex_t *whitelist, const struct fb_log *lg)

@@ -92,13 +92,11 @@ int nfdsrc_storage(const struct hostfs *h, struct features *f, struct json *labe
 int nfdsrc_system(const struct hostfs *h, const char *nodename, struct features *f,
 		  struct json *labels, const struct fb_log *lg);
 
-/* core.labelWhiteList: compiles pattern as a POSIX extended regexp into re.
- * Upstream uses Go RE2, unanchored; ERE agrees on the common subset
- * (literals, . [] [^] * + ? {m,n} | () ^ $) but has no \d \w \s (write
- * [0-9] [[:alnum:]_] [[:space:]]), no (?i) flags, no non-greedy *?, and no
- * \Q...\E; such a pattern fails here or means something else. Returns 1
- * when re was compiled (regfree it), 0 for "" (no whitelist: every label
- * passes, as upstream's empty default), or -FB_EINVAL with ei filled. */
+/* core.labelWhiteList: compiles the RE2 pattern into re through re_compile
+ * (unanchored as upstream; what has no POSIX equivalent is refused, see
+ * re.h). Returns 1 when re was compiled (regfree it), 0 for "" (no
+ * whitelist: every label passes, as upstream's empty default), -FB_EINVAL
+ * with ei filled, or -FB_ENOMEM. */
 int nfdsrc_whitelist_setup(regex_t *re, const char *pattern, struct fb_errinfo *ei);
 
 /* Drops, with an info line naming each, every label whose key is not a

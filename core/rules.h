@@ -25,6 +25,7 @@ enum rules_dialect {
 struct rules;
 
 /* Compiles the JSON array of rules (borrowed; what it needs is copied).
+ * The template and regexp subsets are described in rules.c and re.h.
  * what names the list in messages ("NodeFeatureRule my-rules",
  * "custom.d/gpu.yaml"). Never fails for a bad rule (see rules_error); a
  * value that is not an array is one broken pseudo-rule. Returns 0 or
@@ -58,10 +59,12 @@ typedef void (*rules_error_fn)(void *ctx, const char *what, const char *rule, co
 /* Runs every rule in order against f. After each rule that matched, its
  * labels and vars (as written, before any prefixing) are merged into the
  * attribute feature "rule.matched" of f, which later rules (of this list and
- * of lists run after it on the same f) can match: so f is modified. A broken
- * or failing rule produces no output, is reported through err (may be NULL)
- * and the next rule runs. Returns the number of rules that failed (>= 0), or
- * -FB_ENOMEM. */
+ * of lists run after it on the same f) can match: so f is modified. As
+ * upstream, a rule that ran without matching still creates an empty
+ * "rule.matched", so "DoesNotExist" on it can hold. A broken or failing rule
+ * produces no output, is reported through err (may be NULL) and the next
+ * rule runs. Returns the number of rules that failed (>= 0), -FB_ENOMEM, or
+ * -FB_EINVAL when f->root is not an object. */
 int rules_run(const struct rules *r, struct features *f, struct rules_out *out, rules_error_fn err,
 	      void *ctx);
 

@@ -1,0 +1,438 @@
+/* re: RE2 syntax translated to POSIX extended regular expressions (see re.h).
+ * Bracket expressions and the shorthand classes go through a 127-bit set and
+ * are written back in the one order ERE reads unambiguously (']' first, '['
+ * '^' '-' last), so escapes such as [\]\-] need no case analysis. */
+#include "re.h"
+
+#include "err.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rbuf {
+	char *s;
+	size_t len, size;
+	int oom;
+};
+
+/* ASCII 1..127 (a C string cannot hold NUL) */
+struct cset {
+	unsigned char b[16];
+};
+
+struct rx {
+	const char *p;
+	struct rbuf o;
+	char *err;
+	size_t errsize;
+	int failed;
+};
+
+static void put(struct rbuf *o, const char *s, size_t n)
+{
+	if (o->oom)
+		return;
+	if (o->len + n + 1 > o->size) {
+		size_t size = (o->len + n + 1) * 2;
+		char *ns = realloc(o->s, size);
+
+		if (!ns) {
+			o->oom = 1;
+			return;
+		}
+		o->s = ns;
+		o->size = size;
+	}
+	memcpy(o->s + o->len, s, n);
+	o->len += n;
+	o->s[o->len] = '\0';
+}
+
+static void putch(struct rbuf *o, char c)
+{
+	put(o, &c, 1);
+}
+
+/* Records why the pattern is refused (the first reason wins); returns -1. */
+static int fail_at(struct rx *x, const char *fmt, const char *what)
+{
+	if (!x->failed && x->err)
+		snprintf(x->err, x->errsize, fmt, what);
+	x->failed = 1;
+	return -1;
+}
+
+static int fail(struct rx *x, const char *msg)
+{
+	return fail_at(x, "%s", msg);
+}
+
+static void cs_add(struct cset *cs, int lo, int hi)
+{
+	for (int c = lo < 1 ? 1 : lo; c <= hi && c < 128; c++)
+		cs->b[c >> 3] |= (unsigned char)(1u << (c & 7));
+}
+
+static int cs_has(const struct cset *cs, int c)
+{
+	return cs->b[c >> 3] >> (c & 7) & 1;
+}
+
+static void cs_del(struct cset *cs, int c)
+{
+	cs->b[c >> 3] &= (unsigned char)~(1u << (c & 7));
+}
+
+/* \d \w \s (and upper case: negated) as RE2 defines them: ASCII only. */
+static int shorthand(char c, struct cset *cs, int *neg)
+{
+	switch (tolower((unsigned char)c)) {
+	case 'd':
+		cs_add(cs, '0', '9');
+		break;
+	case 'w':
+		cs_add(cs, '0', '9');
+		cs_add(cs, 'A', 'Z');
+		cs_add(cs, 'a', 'z');
+		cs_add(cs, '_', '_');
+		break;
+	case 's':
+		cs_add(cs, '\t', '\n');
+		cs_add(cs, '\f', '\r');
+		cs_add(cs, ' ', ' ');
+		break;
+	default:
+		return 0;
+	}
+	*neg = isupper((unsigned char)c) != 0;
+	return 1;
+}
+
+/* Writes the set as one ERE bracket expression (or a lone escaped char). */
+static void emit_set(struct rx *x, const struct cset *in, int neg)
+{
+	struct cset cs = *in;
+	int rb = cs_has(&cs, ']'), lb = cs_has(&cs, '['), caret = cs_has(&cs, '^'), dash = cs_has(&cs, '-');
+	int rest = 0;
+
+	cs_del(&cs, ']');
+	cs_del(&cs, '[');
+	cs_del(&cs, '^');
+	cs_del(&cs, '-');
+	for (int c = 1; c < 128; c++)
+		rest |= cs_has(&cs, c);
+	if (!neg && !rest && !rb && !lb) {
+		/* what is left cannot open a bracket: ^ would negate it */
+		if (caret && !dash)
+			put(&x->o, "\\^", 2);
+		else if (dash && !caret)
+			putch(&x->o, '-');
+		else if (dash)
+			put(&x->o, "[-^]", 4);
+		else
+			fail(x, "empty character class");
+		return;
+	}
+	put(&x->o, neg ? "[^" : "[", neg ? 2 : 1);
+	if (rb)
+		putch(&x->o, ']');
+	for (int c = 1; c < 128; c++) {
+		int e = c;
+
+		if (!cs_has(&cs, c))
+			continue;
+		while (e + 1 < 128 && cs_has(&cs, e + 1))
+			e++;
+		putch(&x->o, (char)c);
+		if (e > c + 1)
+			putch(&x->o, '-');
+		if (e > c)
+			putch(&x->o, (char)e);
+		c = e;
+	}
+	if (lb)
+		putch(&x->o, '[');
+	if (caret)
+		putch(&x->o, '^');
+	if (dash)
+		putch(&x->o, '-');
+	putch(&x->o, ']');
+}
+
+static int hexval(char c)
+{
+	return isdigit((unsigned char)c) ? c - '0' : isxdigit((unsigned char)c) ? tolower((unsigned char)c) - 'a' + 10 : -1;
+}
+
+/* One escaped character after the backslash at x->p[-1]: its byte value,
+ * or -2 for a shorthand class (put into cs, *neg set), or -1 (error set). */
+static int escape(struct rx *x, struct cset *cs, int *neg)
+{
+	static const char simple[] = "a\af\fn\nr\rt\tv\v";
+	char c = *x->p, what[8];
+	const char *s;
+
+	if (!c)
+		return fail(x, "trailing backslash");
+	x->p++;
+	if (shorthand(c, cs, neg))
+		return -2;
+	if ((s = strchr(simple, c)) && ((s - simple) & 1) == 0)
+		return s[1];
+	if (c == 'x') {
+		int v = 0, n = 0, braced = *x->p == '{';
+
+		x->p += braced;
+		while (hexval(*x->p) >= 0 && (braced || n < 2) && v < 0x110000) {
+			v = v * 16 + hexval(*x->p++);
+			n++;
+		}
+		if (!n || (braced && *x->p++ != '}') || (!braced && n != 2))
+			return fail(x, "invalid escape \\x");
+		if (v == 0 || v >= 0x80)
+			return fail(x, "\\x escape outside ASCII 1-127 is not supported");
+		return v;
+	}
+	if ((unsigned char)c < 0x80 && ispunct((unsigned char)c))
+		return (unsigned char)c;
+	snprintf(what, sizeof(what), "\\%c", c);
+	return fail_at(x, c == 'b' || c == 'B' ? "%s (word boundary) is not supported"
+		    : c == 'p' || c == 'P' ? "%s (Unicode class) is not supported"
+					   : "escape %s is not supported", what);
+}
+
+static int posix_class(struct rx *x, struct cset *cs)
+{
+	static const char *const names[] = { "alnum", "alpha", "blank", "cntrl", "digit", "graph", "lower",
+					     "print", "punct", "space", "upper", "xdigit", "word", "ascii" };
+	const char *end = strstr(x->p + 2, ":]");
+	size_t n = end ? (size_t)(end - x->p - 2) : 0;
+	size_t k;
+
+	for (k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+		if (strlen(names[k]) == n && strncmp(names[k], x->p + 2, n) == 0)
+			break;
+	if (!end || k == sizeof(names) / sizeof(names[0]))
+		return fail(x, "invalid or negated character class [:...:]");
+	for (int c = 1; c < 128; c++) {
+		static int (*const is[])(int) = { isalnum, isalpha, isblank, iscntrl, isdigit, isgraph,
+						  islower, isprint, ispunct, isspace, isupper, isxdigit };
+		if (k < 12 ? is[k](c) != 0 : k == 13 || isalnum(c) || c == '_')
+			cs_add(cs, c, c);
+	}
+	x->p = end + 2;
+	return 0;
+}
+
+/* x->p is just past '['. */
+static int bracket(struct rx *x)
+{
+	struct cset cs = { { 0 } };
+	int neg = *x->p == '^', first = 1;
+
+	x->p += neg;
+	while (first || *x->p != ']') {
+		int lo, hi, sneg = 0;
+
+		first = 0;
+		if (!*x->p)
+			return fail(x, "missing closing ]");
+		if (x->p[0] == '[' && x->p[1] == ':') {
+			if (posix_class(x, &cs) < 0)
+				return -1;
+			continue;
+		}
+		if ((unsigned char)*x->p >= 0x80)
+			return fail(x, "non-ASCII character in a bracket expression is not supported");
+		lo = *x->p++ == '\\' ? escape(x, &cs, &sneg) : (unsigned char)x->p[-1];
+		if (lo == -1)
+			return -1;
+		if (lo == -2) {
+			if (sneg)
+				return fail(x, "negated class (\\D \\W \\S) inside a bracket expression is not supported");
+			continue;
+		}
+		hi = lo;
+		if (x->p[0] == '-' && x->p[1] && x->p[1] != ']') {
+			x->p++;
+			if ((unsigned char)*x->p >= 0x80)
+				return fail(x, "non-ASCII character in a bracket expression is not supported");
+			hi = *x->p++ == '\\' ? escape(x, &cs, &sneg) : (unsigned char)x->p[-1];
+			if (hi == -1)
+				return -1;
+			if (hi == -2 || hi < lo)
+				return fail(x, "invalid character class range");
+		}
+		cs_add(&cs, lo, hi);
+	}
+	x->p++;
+	emit_set(x, &cs, neg);
+	return 0;
+}
+
+/* Length of an RE2 repeat "{n}", "{n,}", "{n,m}" at p, else 0 (then '{' is
+ * a literal); *count gets the copies it makes (n, or m when given), or -1
+ * when the counts are out of RE2's range (over 1000, or m < n). */
+static size_t repeat_len(const char *p, long *count)
+{
+	const char *q = p + 1;
+	long n = 0, m = -1;
+
+	if (!isdigit((unsigned char)*q))
+		return 0;
+	for (; isdigit((unsigned char)*q); q++)
+		n = n > 1000 ? n : n * 10 + (*q - '0');
+	if (*q == ',' && isdigit((unsigned char)q[1]))
+		for (m = 0, q++; isdigit((unsigned char)*q); q++)
+			m = m > 1000 ? m : m * 10 + (*q - '0');
+	else if (*q == ',')
+		q++;
+	else
+		m = n;
+	if (*q != '}')
+		return 0;
+	*count = n > 1000 || m > 1000 || (m >= 0 && m < n) ? -1 : m > n ? m : n;
+	return (size_t)(q + 1 - p);
+}
+
+static void literal(struct rx *x, int c)
+{
+	if (strchr(".[()*+?{}|^$\\", c))
+		putch(&x->o, '\\');
+	putch(&x->o, (char)c);
+}
+
+#define RE_NEST 100
+
+static int translate(struct rx *x)
+{
+	/* inner[d]: the most copies a repeat makes inside the group open at
+	 * depth d; last: those of the atom a repeat would apply to. Like RE2,
+	 * nested counts may multiply to 1000 at most (regcomp unrolls them). */
+	long inner[RE_NEST + 1] = { 1 }, last = 1, count = 1;
+	int can_repeat = 0, after_rep = 0, depth = 0;
+
+	while (*x->p) {
+		char c = *x->p;
+		size_t n = 1;
+
+		if (c == '*' || c == '+' || c == '?' || (c == '{' && (n = repeat_len(x->p, &count)))) {
+			if (!can_repeat)
+				return fail(x, "missing argument to repetition operator");
+			if (after_rep)
+				return fail(x, "invalid nested repetition operator");
+			if (c == '{' && count < 0)
+				return fail(x, "invalid repeat count");
+			if ((last *= c == '{' ? count : 1) > 1000)
+				return fail(x, "invalid repeat count (nested repeats over 1000)");
+			inner[depth] = last > inner[depth] ? last : inner[depth];
+			put(&x->o, x->p, n);
+			x->p += n;
+			x->p += *x->p == '?'; /* lazy: same yes/no answer */
+			after_rep = 1;
+			continue;
+		}
+		after_rep = 0;
+		can_repeat = 1;
+		last = 1;
+		x->p++;
+		switch (c) {
+		case '\\': {
+			struct cset cs = { { 0 } };
+			int neg = 0, v;
+
+			if (*x->p == 'A' || *x->p == 'z') {
+				putch(&x->o, *x->p++ == 'A' ? '^' : '$');
+				break;
+			}
+			if ((v = escape(x, &cs, &neg)) == -1)
+				return -1;
+			if (v == -2)
+				emit_set(x, &cs, neg);
+			else
+				literal(x, v);
+			break;
+		}
+		case '[':
+			if (bracket(x) < 0)
+				return -1;
+			break;
+		case '(':
+			can_repeat = 0;
+			if (depth == RE_NEST)
+				return fail(x, "expression nests too deeply");
+			inner[++depth] = 1;
+			if (*x->p != '?') {
+				putch(&x->o, '(');
+			} else if (x->p[1] == ':') {
+				putch(&x->o, '(');
+				x->p += 2;
+			} else if (x->p[1] == 'P' || x->p[1] == '<') {
+				return fail(x, "named groups (?P<name>...) are not supported");
+			} else {
+				char what[16];
+				size_t len = strcspn(x->p, ")");
+
+				snprintf(what, sizeof(what), "(%.*s)", (int)(len < 10 ? len : 10), x->p);
+				return fail_at(x, strcmp(what, "(?i)") == 0 ? "%s is only supported at the start"
+					       : "%s: flags and groups other than a leading (?i) and (?:...) are not supported",
+					    what);
+			}
+			break;
+		case '|':
+			can_repeat = 0;
+			putch(&x->o, c);
+			break;
+		case ')':
+			if (depth == 0)
+				return fail(x, "unexpected )");
+			last = inner[depth--];
+			inner[depth] = last > inner[depth] ? last : inner[depth];
+			putch(&x->o, c);
+			break;
+		case '^':
+		case '$':
+		case ']':
+			putch(&x->o, c);
+			break;
+		case '.':
+			put(&x->o, "[^\n]", 4);
+			break;
+		default:
+			literal(x, (unsigned char)c);
+		}
+		if (x->failed)
+			return -1;
+	}
+	return depth ? fail(x, "missing closing )") : 0;
+}
+
+int re_compile(regex_t *re, const char *pattern, int cflags, char *err, size_t errsize)
+{
+	struct rx x = { .p = pattern, .err = err, .errsize = errsize };
+	int rc;
+
+	if (err && errsize)
+		err[0] = '\0';
+	if (strncmp(x.p, "(?i)", 4) == 0) {
+		cflags |= REG_ICASE;
+		x.p += 4;
+	}
+	put(&x.o, "", 0);
+	if (translate(&x) < 0 || x.o.oom) {
+		free(x.o.s);
+		return x.o.oom ? -FB_ENOMEM : -FB_EINVAL;
+	}
+	rc = regcomp(re, x.o.s, cflags | REG_EXTENDED);
+	free(x.o.s);
+	if (rc == REG_ESPACE)
+		return -FB_ENOMEM;
+	if (rc != 0) {
+		if (err && errsize)
+			regerror(rc, re, err, errsize);
+		return -FB_EINVAL;
+	}
+	return 0;
+}
