@@ -23,7 +23,12 @@
  *   --port 0 picks a free port (logged). Executable hooks (source.d, removed
  *   upstream in v0.17) run only with sources.local.hooksEnabled: true, each
  *   without a shell, with a 10 s timeout and 64 KiB of output at most.
- *   Not yet: the custom source and --standalone (with the rules engine).
+ * - --standalone (ours): no NodeFeature and no master; the worker labels its
+ *   own Node with nfd-master's bookkeeping (core/nodelabels). Only labels:
+ *   no NodeFeatureRules, annotations, extended resources or taints.
+ * - The custom source runs sources.custom and custom.d (--custom-dir) rules
+ *   through the NodeFeatureRule engine (core/rules); upstream's two built-in
+ *   legacy rules (rdma.capable, rdma.available) are not included.
  */
 #include "applets.h"
 
@@ -41,18 +46,24 @@
 #include "../core/metrics.h"
 #include "../core/nfdconf.h"
 #include "../core/nfdsrc.h"
+#include "../core/nodelabels.h"
 #include "../core/opt.h"
 #include "../core/pci.h"
+#include "../core/rules.h"
 #include "../core/sysfs.h"
 #include "../core/usb.h"
 #include "../core/version.h"
+#include "../core/yaml.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -66,6 +77,7 @@ static const char usage[] =
 #define DEFAULT_CONFIG "/etc/kubernetes/node-feature-discovery/nfd-worker.conf"
 #define DEFAULT_FEATURES_DIR "/etc/kubernetes/node-feature-discovery/features.d"
 #define DEFAULT_HOOKS_DIR "/etc/kubernetes/node-feature-discovery/source.d"
+#define DEFAULT_CUSTOM_DIR "/etc/kubernetes/node-feature-discovery/custom.d"
 #define DRIFT_MS (600 * 1000LL) /* re-check the server's copy: someone may have deleted it */
 
 /* The one-shot paths end the process right after: handing every page of a
@@ -80,9 +92,12 @@ static const char usage[] =
 
 /* Sources in upstream's sorted order; bit i is known[i]. */
 static const char *const known_sources[] = {
-	"cpu", "kernel", "local", "memory", "network", "pci", "storage", "system", "usb",
+	"cpu", "custom", "kernel", "local", "memory", "network", "pci", "storage", "system", "usb",
 };
-enum { SRC_CPU, SRC_KERNEL, SRC_LOCAL, SRC_MEMORY, SRC_NETWORK, SRC_PCI, SRC_STORAGE, SRC_SYSTEM, SRC_USB, SRC_COUNT };
+enum {
+	SRC_CPU, SRC_CUSTOM, SRC_KERNEL, SRC_LOCAL, SRC_MEMORY, SRC_NETWORK, SRC_PCI, SRC_STORAGE, SRC_SYSTEM,
+	SRC_USB, SRC_COUNT
+};
 
 struct worker {
 	struct fb_log log;
@@ -92,7 +107,9 @@ struct worker {
 	unsigned long long feat_mask, label_mask;
 	regex_t whitelist;
 	int have_whitelist;
-	const char *features_dir, *hooks_dir;
+	const char *features_dir, *hooks_dir, *custom_dir;
+	int standalone;
+	struct json *applied;          /* --standalone: the labels last written, owned */
 	char node[256], ns[254];
 	const char *pod_uid;
 	char node_label[300];          /* node="..." for metrics */
@@ -317,6 +334,44 @@ out:
 	return rc;
 }
 
+/* --standalone: the labels go straight onto our Node, with the bookkeeping
+ * nfd-master keeps (core/nodelabels), so a later switch to a master (or
+ * back) removes nothing it should not. */
+static int apply_standalone(struct worker *w, const struct json *spec, int confirm)
+{
+	struct nl_policy p;
+	struct nl_set s = { 0 };
+	struct nl_result res = { 0 };
+	struct features f = { json_get(spec, "features") };
+	struct fb_errinfo ei;
+	char msg[1300];
+	int rc;
+
+	nl_policy_init(&p);
+	if (!(s.labels = json_dup(json_get(spec, "labels"))) || nl_filter(&p, &s, &f, &w->log, NULL) < 0) {
+		nl_set_free(&s);
+		LOG_E(&w->log, "out of memory labelling the node");
+		return -FB_ENOMEM;
+	}
+	if (!confirm && w->applied && json_equal(w->applied, s.labels)) {
+		nl_set_free(&s);
+		return 0;
+	}
+	fb_errinfo_init(&ei);
+	rc = nl_apply(w->k, w->node, &p, &s, 0, &w->log, &res, &ei);
+	if (rc == 0) {
+		if (res.changed)
+			LOG_I(&w->log, "node %s labelled (%zu labels)", w->node, json_count(s.labels));
+		json_free(w->applied);
+		w->applied = s.labels;
+		s.labels = NULL;
+	} else if (rc != -FB_ECANCELED) {
+		LOG_E(&w->log, "labelling node %s: %s", w->node, fb_errinfo_str(&ei, msg, sizeof(msg)));
+	}
+	nl_set_free(&s);
+	return rc;
+}
+
 /* ownerReferences per --owner-refs, in upstream's fixed order node, pod, ds,
  * all with blockOwnerDeletion false. pod needs POD_NAME and POD_UID; ds reads
  * our Pod; node reads our Node. A reference that cannot be made is left out
@@ -415,24 +470,119 @@ static int enabled(unsigned long long mask, int src)
 	return (mask >> src) & 1;
 }
 
+/* ---- the custom source -------------------------------------------------- */
+
+static void on_custom_error(void *ctx, const char *what, const char *rule, const char *msg)
+{
+	struct worker *w = ctx;
+
+	LOG_E(&w->log, "custom: %s: rule \"%s\": %s (the rule is skipped)", what, rule, msg);
+}
+
+static void custom_run(struct worker *w, const struct json *list, const char *what, struct features *f,
+		       struct rules_out *out)
+{
+	struct rules *r;
+
+	if (rules_compile(&r, list, RULES_CUSTOM, what) < 0) {
+		LOG_E(&w->log, "custom: out of memory");
+		return;
+	}
+	/* broken rules are reported by the run, with the failing ones */
+	if (rules_run(r, f, out, on_custom_error, w) < 0)
+		LOG_E(&w->log, "custom: out of memory");
+	rules_free(r);
+}
+
+/* custom.d: every non-hidden file, sorted, and those one directory down (a
+ * ConfigMap mounted as a subdirectory), each a YAML list of rules. */
+static void custom_dir(struct worker *w, const char *dir, int depth, struct features *f,
+		       struct rules_out *out)
+{
+	struct dirent **ents = NULL;
+	int n = scandir(dir, &ents, NULL, alphasort);
+	char path[1024], msg[1300];
+
+	if (n < 0) {
+		if (errno != ENOENT || depth == 0)
+			LOG_V(&w->log, 1, "custom: %s: %s", dir, strerror(errno));
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+
+		if (ents[i]->d_name[0] == '.' ||
+		    snprintf(path, sizeof(path), "%s/%s", dir, ents[i]->d_name) >= (int)sizeof(path) ||
+		    stat(path, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			if (depth == 0)
+				custom_dir(w, path, 1, f, out);
+		} else if (S_ISREG(st.st_mode)) {
+			char *text = NULL;
+			ssize_t len = sysfs_read_alloc(AT_FDCWD, path, 1 << 20, &text);
+			struct fb_errinfo ei;
+			struct json *doc = NULL;
+
+			fb_errinfo_init(&ei);
+			if (len < 0)
+				LOG_E(&w->log, "custom: %s: %s", path, fb_strerror((int)len));
+			else if (!(doc = yaml_parse(text, (size_t)len, path, &ei)))
+				LOG_E(&w->log, "custom: %s (file skipped)", fb_errinfo_str(&ei, msg, sizeof(msg)));
+			else if (json_type(doc) != JSON_ARRAY && json_type(doc) != JSON_NULL)
+				LOG_E(&w->log, "custom: %s: not a list of rules (file skipped)", path);
+			else if (json_type(doc) == JSON_ARRAY)
+				custom_run(w, doc, path, f, out);
+			json_free(doc);
+			free(text);
+		}
+		free(ents[i]);
+		ents[i] = NULL;
+	}
+	for (int i = 0; i < n; i++)
+		free(ents[i]);
+	free(ents);
+}
+
+/* Runs sources.custom, then custom.d, into labels (unprefixed: the master
+ * prefixes them). rule.matched is theirs alone: it is not published. */
+static void custom_labels(struct worker *w, struct features *f, struct json *labels)
+{
+	struct rules_out out;
+
+	if (rules_out_init(&out) < 0) {
+		LOG_E(&w->log, "custom: out of memory");
+		return;
+	}
+	if (w->cfg.custom)
+		custom_run(w, w->cfg.custom, "sources.custom", f, &out);
+	custom_dir(w, w->custom_dir, 0, f, &out);
+	for (const struct json *e = json_child(out.labels); e; e = json_next(e))
+		json_set_str(labels, json_key(e), json_str(e));
+	json_remove(json_get(f->root, "attributes"), "rule.matched");
+	rules_out_free(&out);
+}
+
 /* One full pass: every enabled source into a new spec {features, labels}. */
 static struct json *discover(struct worker *w)
 {
 	struct features f, scratch;
-	struct json *labels = json_new_object(), *spec = NULL;
+	struct json *labels = json_new_object(), *spec = NULL, *local_labels = json_new_object();
 	struct fb_errinfo ei;
 	long long t0 = loop_now_ms();
 	/* as upstream: a label source only labels what its feature source found */
 	unsigned long long any = w->feat_mask;
 	char msg[1200];
 
-	if (!labels || features_init(&f) < 0) {
+	if (!labels || !local_labels || features_init(&f) < 0) {
 		json_free(labels);
+		json_free(local_labels);
 		return NULL;
 	}
 	if (features_init(&scratch) < 0) {
 		features_free(&f);
 		json_free(labels);
+		json_free(local_labels);
 		return NULL;
 	}
 #define FEAT(src) (enabled(w->feat_mask, src) ? &f : &scratch)
@@ -507,8 +657,8 @@ static struct json *discover(struct worker *w)
 			for (const struct json *e = json_child(ll); e; e = json_next(e)) {
 				if (enabled(w->feat_mask, SRC_LOCAL))
 					features_attr(&f, "local.label", json_key(e), json_str(e));
-				if (enabled(w->label_mask & w->feat_mask, SRC_LOCAL))
-					json_set_str(labels, json_key(e), json_str(e));
+				if (enabled(w->label_mask & w->feat_mask, SRC_LOCAL) && local_labels)
+					json_set_str(local_labels, json_key(e), json_str(e));
 			}
 			for (const struct json *e = json_child(lf); e; e = json_next(e))
 				if (enabled(w->feat_mask, SRC_LOCAL))
@@ -523,6 +673,12 @@ static struct json *discover(struct worker *w)
 	}
 #undef FEAT
 #undef LAB
+	/* priority: built-ins < custom < local; the custom rules see every feature */
+	if (enabled(w->label_mask, SRC_CUSTOM))
+		custom_labels(w, &f, labels);
+	for (const struct json *e = json_child(local_labels); e; e = json_next(e))
+		json_set_str(labels, json_key(e), json_str(e));
+	json_free(local_labels);
 	nfdsrc_labels_filter(labels, w->have_whitelist ? &w->whitelist : NULL, &w->log);
 	for (size_t i = 0; i < w->cfg.core.no_publish_features.n; i++)
 		features_drop(&f, w->cfg.core.no_publish_features.v[i]);
@@ -551,9 +707,9 @@ static void try_publish(struct worker *w, int confirm)
 {
 	if (!w->spec)
 		return;
-	if (w->owners_pending) /* without them the NodeFeature dies with the Pod */
+	if (w->owners_pending && !w->standalone) /* without them the NodeFeature dies with the Pod */
 		make_owner_refs(w);
-	if (publish(w, w->spec, confirm) == 0) {
+	if ((w->standalone ? apply_standalone(w, w->spec, confirm) : publish(w, w->spec, confirm)) == 0) {
 		w->ok = 1;
 		kube_backoff_reset(&w->bo);
 		metrics_inc(&w->m, w->m_publishes, 1);
@@ -744,6 +900,10 @@ int nfd_worker_main(int argc, char **argv)
 		  .help = "local feature files (default " DEFAULT_FEATURES_DIR ")" },
 		{ .lo = "hooks-dir", .kind = OPT_STR, .dst = &w.hooks_dir, .arg = "DIR",
 		  .help = "executable hooks, run when sources.local.hooksEnabled (default " DEFAULT_HOOKS_DIR ")" },
+		{ .lo = "custom-dir", .kind = OPT_STR, .dst = &w.custom_dir, .arg = "DIR",
+		  .help = "custom source rule files (default " DEFAULT_CUSTOM_DIR ")" },
+		{ .lo = "standalone", .kind = OPT_FLAG, .dst = &w.standalone,
+		  .help = "no nfd-master: label the own Node directly, no NodeFeature" },
 		{ .lo = "v", .so = 'v', .kind = OPT_INT, .dst = &verbosity, .seen = &seen_v, .min = 0,
 		  .max = 10, .arg = "N", .help = "log verbosity" },
 	};
@@ -753,6 +913,7 @@ int nfd_worker_main(int argc, char **argv)
 	w.watch_fd = -1;
 	w.features_dir = DEFAULT_FEATURES_DIR;
 	w.hooks_dir = DEFAULT_HOOKS_DIR;
+	w.custom_dir = DEFAULT_CUSTOM_DIR;
 	log_init(&w.log);
 	nfdconf_init(&w.cfg);
 	metrics_init(&w.m);
@@ -935,9 +1096,10 @@ int nfd_worker_main(int argc, char **argv)
 		}
 	}
 	if (oneshot) {
-		make_owner_refs(&w);
+		if (!w.standalone)
+			make_owner_refs(&w);
 		w.spec = discover(&w);
-		ret = w.spec && publish(&w, w.spec, 0) == 0 ? 0 : 1;
+		ret = w.spec && (w.standalone ? apply_standalone(&w, w.spec, 1) : publish(&w, w.spec, 0)) == 0 ? 0 : 1;
 		goto out;
 	}
 	w.owners_pending = 1; /* built by the first publish, inside the loop */
@@ -954,6 +1116,7 @@ out:
 	http_server_free(w.srv);
 	json_free(w.spec);
 	json_free(w.published);
+	json_free(w.applied);
 	json_free(w.server);
 	json_free(w.owner_refs);
 	kube_free(w.k);

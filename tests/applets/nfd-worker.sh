@@ -146,4 +146,52 @@ testing "local.label and local.feature are published even when empty" \
 testing "--no-publish-features drops a feature" \
 	"$NW --no-publish --print-features --host-prefix $W/gpu/ --features-dir $W/empty --no-publish-features=cpu.cpuid 2>/dev/null | grep -c '\"cpu.cpuid\"'" "0\n"
 
+# The custom source: sources.custom and custom.d rules (shorthand syntax),
+# evaluated by the NodeFeatureRule engine over every discovered feature;
+# labels unprefixed (the master prefixes); local labels win over custom ones.
+mkdir -p "$W/custom.d/cm" "$W/cfd"
+cat >"$W/custom.conf" <<'YAML'
+sources:
+  custom:
+    - name: gpu
+      labels: {nvidia-gpu: "true", shared: from-config}
+      vars: {hasgpu: "true"}
+      matchFeatures:
+        - feature: pci.device
+          matchExpressions: {vendor: ["10de"]}
+    - name: never
+      labels: {never: "true"}
+      matchFeatures:
+        - feature: pci.device
+          matchExpressions: {vendor: {op: In, value: ["ffff"]}}
+YAML
+cat >"$W/custom.d/10-kernel.yaml" <<'YAML'
+- name: backref
+  labels: {gpu-node: "yes"}
+  matchFeatures:
+    - feature: rule.matched
+      matchExpressions: {hasgpu: {op: IsTrue}}
+- name: broken
+  labels: {broken: "true"}
+  matchFeatures:
+    - feature: kernel.version
+      matchExpressions: {major: {op: Gt, value: [x]}}
+- name: after-broken
+  labels: {after-broken: "true"}
+YAML
+printf 'not: [valid\n' >"$W/custom.d/20-bad.yaml"
+printf -- '- name: cm\n  labels: {from-configmap: "true"}\n' >"$W/custom.d/cm/rules.yaml"
+printf -- '- name: hidden\n  labels: {hidden: "true"}\n' >"$W/custom.d/.hidden.yaml"
+printf 'shared=from-local\n' >"$W/cfd/labels"
+CW="$NW --config $W/custom.conf --custom-dir $W/custom.d --no-publish --host-prefix $W/gpu/ --features-dir $W/cfd"
+testing "custom: config and custom.d rules, back-reference, subdirectory, local wins" \
+	"$CW 2>/dev/null | grep -v -e '^$NS/' -e '^feature'" \
+	"after-broken=true\nfrom-configmap=true\ngpu-node=yes\nnvidia-gpu=true\nshared=from-local\n"
+testing "custom: a broken rule and a bad file are logged, the rest applies" \
+	"$CW 2>&1 >/dev/null | grep -c -e 'rule \"broken\"' -e '20-bad.yaml'" "2\n"
+testing "custom: --label-sources=-custom turns it off" \
+	"$CW --label-sources=all,-custom 2>/dev/null | grep -c -e nvidia-gpu -e from-configmap" "0\n"
+testing "custom: rule.matched is not published" \
+	"$CW --print-features 2>/dev/null | grep -c rule.matched" "0\n"
+
 done_testing

@@ -1,0 +1,1752 @@
+/* nfd-master: NodeFeatures and NodeFeatureRules in, node labels out.
+ *
+ * Mirrors kubernetes-sigs/node-feature-discovery nfd-master v0.17-v0.19
+ * (https://github.com/kubernetes-sigs/node-feature-discovery) together with
+ * nfd-gc and nfd-master -prune: the same flags (one or two dashes), the
+ * nfd-master.conf keys, the merge order of NodeFeatures, the rule engine
+ * (core/rules), and the bookkeeping annotations on the Node (core/nodelabels),
+ * so upstream and featurebox masters can replace each other in place.
+ *
+ * How it holds 5,000 nodes in a few MiB: it never keeps whole NodeFeatures.
+ * Lists are read a page at a time; of each object it keeps a hash (to see
+ * whether an event changed anything), its spec.labels and only the features
+ * the current NodeFeatureRules match on. When a rule change needs a feature
+ * it did not keep, the NodeFeatures are listed again. Nodes are GET before
+ * they are patched (as upstream); a node whose desired state is what was
+ * last written is not touched at all, except by the resync.
+ *
+ * Deliberate deviations:
+ * - Losing the leader lease stops writing at once but does not exit the
+ *   process (upstream exits); it stays a candidate, watching.
+ * - API errors never end the process: lists and watches back off and retry,
+ *   /readyz says whether the first complete list is in.
+ * - NodeFeatures without the nfd.node.kubernetes.io/node-name label are
+ *   logged and left alone; upstream's nfd-gc deletes them.
+ * - nfd_master_nodefeaturerule_processing_duration_seconds has no name/node
+ *   labels (5,000 nodes x rules would make a huge metric); it times one
+ *   NodeFeatureRule on one node.
+ * - Single-threaded: --nfd-api-parallelism is accepted and ignored; node
+ *   updates are one at a time, in small slices between watch events.
+ * - restrictions.* other than allowOverwrite, NodeFeatureGroups and feature
+ *   gates are not implemented (accepted in the config, logged).
+ */
+#include "applets.h"
+
+#include "../core/err.h"
+#include "../core/features.h"
+#include "../core/http.h"
+#include "../core/json.h"
+#include "../core/kube.h"
+#include "../core/labels.h"
+#include "../core/lease.h"
+#include "../core/log.h"
+#include "../core/loop.h"
+#include "../core/metrics.h"
+#include "../core/nfdconf.h"
+#include "../core/nfdsrc.h"
+#include "../core/nodelabels.h"
+#include "../core/opt.h"
+#include "../core/rules.h"
+#include "../core/sysfs.h"
+#include "../core/version.h"
+#include "../core/yaml.h"
+
+#include <fcntl.h>
+#include <regex.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"Usage: nfd-master [OPTIONS]\n"
+	"\n"
+	"Turn NodeFeature objects and NodeFeatureRules into node labels, annotations,\n"
+	"extended resources and taints; delete the NodeFeatures of deleted nodes.\n";
+
+#define DEFAULT_CONFIG "/etc/kubernetes/node-feature-discovery/nfd-master.conf"
+#define NF_API "/apis/nfd.k8s-sigs.io/v1alpha1"
+#define NODE_NAME_LABEL "nfd.node.kubernetes.io/node-name"
+#define FLUSH_MS 1000        /* events are coalesced for this long (upstream: 1 s) */
+#define SLICE_MS 100         /* node updates in one go before the loop runs again */
+#define RETRY_BASE_MS 50     /* per-node retry: 50 ms .. 100 s, as upstream's queue */
+#define RETRY_MAX_MS 100000
+#define FAILS_COUNTED 15     /* upstream counts a failure after 15 requeues */
+
+/* ---- a string-keyed hash table ------------------------------------------ */
+
+struct slot {
+	const char *key; /* borrowed from the value */
+	void *val;
+};
+struct smap {
+	struct slot *s;
+	size_t cap, n;
+};
+
+static uint64_t fnv(const void *p, size_t n, uint64_t h)
+{
+	const unsigned char *b = p;
+
+	while (n--)
+		h = (h ^ *b++) * 0x100000001b3ULL;
+	return h;
+}
+#define FNV0 0xcbf29ce484222325ULL
+
+static size_t smap_find(const struct smap *m, const char *key)
+{
+	size_t i = fnv(key, strlen(key), FNV0) & (m->cap - 1);
+
+	while (m->s[i].key && strcmp(m->s[i].key, key) != 0)
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+static void *smap_get(const struct smap *m, const char *key)
+{
+	const struct slot *sl = m->cap ? &m->s[smap_find(m, key)] : NULL;
+
+	return sl && sl->key ? sl->val : NULL;
+}
+
+static int smap_put(struct smap *m, const char *key, void *val)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		struct smap g = { calloc(m->cap ? m->cap * 2 : 64, sizeof(struct slot)), m->cap ? m->cap * 2 : 64, 0 };
+
+		if (!g.s)
+			return -FB_ENOMEM;
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->s[i].key)
+				g.s[smap_find(&g, m->s[i].key)] = m->s[i];
+		g.n = m->n;
+		free(m->s);
+		*m = g;
+	}
+	size_t i = smap_find(m, key);
+
+	if (!m->s[i].key)
+		m->n++;
+	m->s[i].key = key;
+	m->s[i].val = val;
+	return 0;
+}
+
+/* Linear probing removal with backward shift: no tombstones. */
+static void smap_del(struct smap *m, const char *key)
+{
+	size_t i, j;
+
+	if (!m->cap || !m->s[i = smap_find(m, key)].key)
+		return;
+	m->s[i].key = NULL;
+	m->s[i].val = NULL;
+	m->n--;
+	for (j = (i + 1) & (m->cap - 1); m->s[j].key; j = (j + 1) & (m->cap - 1)) {
+		size_t want = fnv(m->s[j].key, strlen(m->s[j].key), FNV0) & (m->cap - 1);
+
+		/* move j back to i unless its home lies cyclically in (i, j] */
+		if ((j > i && (want <= i || want > j)) || (j < i && want <= i && want > j)) {
+			m->s[i] = m->s[j];
+			m->s[j].key = NULL;
+			m->s[j].val = NULL;
+			i = j;
+		}
+	}
+}
+
+/* ---- state -------------------------------------------------------------- */
+
+struct node;
+
+struct nf {                    /* one NodeFeature object */
+	char *key;             /* "namespace/name", owned; ns and name point past it */
+	const char *ns, *name;
+	struct node *node;
+	struct nf *next;       /* the node's other objects */
+	uint64_t hash;         /* spec, owner references, node name, pod uid */
+	char *data;            /* {"labels":{...},"features":{...}} kept part, owned */
+	int seen;
+};
+
+struct node {
+	char *name;            /* owned */
+	struct nf *nfs;
+	unsigned exists : 1, dirty : 1, force : 1, processed : 1, pending_delete : 1, seen : 1;
+	uint64_t applied;      /* hash of the desired state last written */
+	int fails;
+	long long retry_at;
+};
+
+struct nfr {                   /* one NodeFeatureRule object */
+	char *name;
+	uint64_t hash;
+	struct rules *rules;
+	int seen, errors_logged;
+};
+
+struct master;
+
+struct informer {
+	const char *what;              /* "NodeFeature" */
+	char path[256];                /* collection */
+	int (*apply)(struct master *m, const struct json *obj, int deleted);
+	void (*begin)(struct master *m);
+	void (*end)(struct master *m);
+	struct kube_watch *w;
+	struct kube_backoff bo;
+	int synced, timer, failing;
+	struct master *m;
+};
+
+enum { INF_NFR, INF_NF, INF_NODE, INF_COUNT };
+
+struct master {
+	struct fb_log log;
+	struct loop *l;
+	struct kube *k;
+	struct http_server *srv;
+	struct metrics mx;
+	int m_build, m_requests, m_updates, m_failures, m_rej_labels, m_rej_ers, m_rej_taints,
+	    m_rule_time, m_rule_errors, m_gc_deleted, m_gc_failed, m_leader;
+	char ns[254];
+	struct nl_policy pol;
+	regex_t whitelist;
+	int have_whitelist, no_publish, leader_election, leading;
+	long long resync_ms, gc_ms;
+	struct lease *lease;
+	struct informer inf[INF_COUNT];
+	struct smap nfs, nodes;
+	struct nfr **nfrs;             /* sorted by name */
+	size_t n_nfrs;
+	char **refs;                   /* features the rules match on, sorted */
+	size_t n_refs;
+	int refresh_all;               /* relisting NodeFeatures for new refs: ignore hashes */
+	int relist_nf;                 /* the refs grew: list NodeFeatures again */
+	int flush_timer, dirty;
+};
+
+static int synced(const struct master *m)
+{
+	for (int i = 0; i < INF_COUNT; i++)
+		if (!m->inf[i].synced)
+			return 0;
+	return 1;
+}
+
+static int may_write(struct master *m)
+{
+	return !m->no_publish && (!m->leader_election || (m->leading && lease_leading(m->lease)));
+}
+
+static void flush(void *ctx);
+
+static void schedule(struct master *m, long long delay)
+{
+	if (!m->flush_timer && synced(m))
+		m->flush_timer = loop_timer(m->l, delay, flush, m);
+}
+
+static void mark(struct master *m, struct node *n, int force)
+{
+	n->dirty = 1;
+	n->force |= force;
+	m->dirty = 1;
+	schedule(m, FLUSH_MS);
+}
+
+static void mark_all(struct master *m, int force)
+{
+	for (size_t i = 0; i < m->nodes.cap; i++)
+		if (m->nodes.s[i].key)
+			mark(m, m->nodes.s[i].val, force);
+}
+
+static struct node *node_get(struct master *m, const char *name)
+{
+	struct node *n = smap_get(&m->nodes, name);
+
+	if (n)
+		return n;
+	if (!(n = calloc(1, sizeof(*n))) || !(n->name = strdup(name)) || smap_put(&m->nodes, n->name, n) < 0) {
+		if (n)
+			free(n->name);
+		free(n);
+		return NULL;
+	}
+	return n;
+}
+
+/* Drops a node entry nobody needs any more: no Node, no NodeFeature. */
+static void node_gc_entry(struct master *m, struct node *n)
+{
+	if (n->exists || n->nfs)
+		return;
+	smap_del(&m->nodes, n->name);
+	free(n->name);
+	free(n);
+}
+
+/* ---- features the rules need -------------------------------------------- */
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int ref_wanted(const struct master *m, const char *feature)
+{
+	return m->n_refs && bsearch(&feature, m->refs, m->n_refs, sizeof(char *), str_cmp) != NULL;
+}
+
+struct refs_acc {
+	char **v;
+	size_t n, cap;
+	int nomem;
+};
+
+static void refs_add(void *ctx, const char *feature)
+{
+	struct refs_acc *a = ctx;
+
+	if (a->nomem)
+		return;
+	if (a->n == a->cap) {
+		char **v = realloc(a->v, (a->cap = a->cap ? a->cap * 2 : 16) * sizeof(*v));
+
+		if (!v) {
+			a->nomem = 1;
+			return;
+		}
+		a->v = v;
+	}
+	if (!(a->v[a->n] = strdup(feature)))
+		a->nomem = 1;
+	else
+		a->n++;
+}
+
+/* "@domain.feature.element" -> "domain.feature" */
+static void refs_add_dynamic(struct refs_acc *a, const char *value)
+{
+	char buf[256];
+	char *dot;
+
+	if (!value || value[0] != '@' || snprintf(buf, sizeof(buf), "%s", value + 1) >= (int)sizeof(buf))
+		return;
+	if ((dot = strchr(buf, '.')) && (dot = strchr(dot + 1, '.'))) {
+		*dot = '\0';
+		refs_add(a, buf);
+	}
+}
+
+/* Recomputes the feature set from all rules. Returns 1 when it has a feature
+ * the old set lacked (the kept NodeFeature data is then incomplete). */
+static int refs_update(struct master *m)
+{
+	struct refs_acc a = { 0 };
+	int grew = 0;
+
+	for (size_t i = 0; i < m->n_nfrs; i++)
+		rules_refs(m->nfrs[i]->rules, refs_add, &a);
+	if (a.nomem) {
+		for (size_t i = 0; i < a.n; i++)
+			free(a.v[i]);
+		free(a.v);
+		LOG_E(&m->log, "out of memory collecting rule features; keeping the old set");
+		return 0;
+	}
+	qsort(a.v, a.n, sizeof(char *), str_cmp);
+	size_t u = 0;
+
+	for (size_t i = 0; i < a.n; i++) {
+		if (u && strcmp(a.v[u - 1], a.v[i]) == 0) {
+			free(a.v[i]);
+			continue;
+		}
+		a.v[u++] = a.v[i];
+	}
+	for (size_t i = 0; i < u; i++)
+		if (strcmp(a.v[i], "rule.matched") != 0 && !ref_wanted(m, a.v[i]))
+			grew = 1;
+	for (size_t i = 0; i < m->n_refs; i++)
+		free(m->refs[i]);
+	free(m->refs);
+	m->refs = a.v;
+	m->n_refs = u;
+	return grew;
+}
+
+/* ---- NodeFeatures ------------------------------------------------------- */
+
+static const char *const kinds[] = { "flags", "attributes", "instances" };
+
+/* The part of a NodeFeature spec the master needs, printed. Owned. */
+static char *nf_keep(struct master *m, const struct json *spec)
+{
+	struct json *keep = json_new_object(), *feats = json_new_object(), *lab = json_get(spec, "labels");
+	const struct json *have = json_get(spec, "features");
+	struct refs_acc dyn = { 0 };
+	char *out = NULL;
+
+	if (!keep || !feats)
+		goto out;
+	if (json_type(lab) == JSON_OBJECT) {
+		if (json_set_take(keep, "labels", json_dup(lab)) < 0)
+			goto out;
+		for (const struct json *c = json_child(lab); c; c = json_next(c))
+			refs_add_dynamic(&dyn, json_str(c));
+	}
+	for (int k = 0; k < 3; k++) {
+		const struct json *src = json_get(have, kinds[k]);
+		struct json *dst = json_new_object();
+
+		if (!dst || json_set_take(feats, kinds[k], dst) < 0)
+			goto out;
+		for (const struct json *c = json_child(src); c; c = json_next(c)) {
+			int want = ref_wanted(m, json_key(c));
+
+			for (size_t i = 0; !want && i < dyn.n; i++)
+				want = strcmp(dyn.v[i], json_key(c)) == 0;
+			if (want && json_set_take(dst, json_key(c), json_dup(c)) < 0)
+				goto out;
+		}
+	}
+	if (json_set_take(keep, "features", feats) < 0) {
+		feats = NULL;
+		goto out;
+	}
+	feats = NULL;
+	out = json_print(keep, NULL);
+out:
+	for (size_t i = 0; i < dyn.n; i++)
+		free(dyn.v[i]);
+	free(dyn.v);
+	json_free(feats);
+	json_free(keep);
+	return out;
+}
+
+static void nf_unlink(struct nf *o)
+{
+	struct nf **pp;
+
+	if (!o->node)
+		return;
+	for (pp = &o->node->nfs; *pp && *pp != o; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = o->next;
+	o->next = NULL;
+	o->node = NULL;
+}
+
+static void nf_delete(struct master *m, struct nf *o)
+{
+	struct node *n = o->node;
+
+	nf_unlink(o);
+	smap_del(&m->nfs, o->key);
+	free(o->key);
+	free(o->data);
+	free(o);
+	if (n) {
+		n->pending_delete = 1;
+		if (n->exists)
+			mark(m, n, 0);
+		else
+			node_gc_entry(m, n);
+	}
+}
+
+static uint64_t hash_json(const struct json *j, uint64_t h)
+{
+	char *s = j ? json_print(j, NULL) : NULL;
+
+	if (s)
+		h = fnv(s, strlen(s), h);
+	h = fnv("|", 1, h);
+	free(s);
+	return h;
+}
+
+static int nf_apply(struct master *m, const struct json *obj, int deleted)
+{
+	const struct json *md = json_get(obj, "metadata");
+	const char *ns = json_get_str(md, "namespace", ""), *name = json_get_str(md, "name", "");
+	const char *node = json_get_str(json_get(md, "labels"), NODE_NAME_LABEL, NULL);
+	const char *uid = json_get_str(json_get(md, "annotations"), "nfd.node.kubernetes.io/worker.pod.uid", "");
+	char key[600];
+	struct nf *o;
+	struct node *n;
+	uint64_t h;
+
+	snprintf(key, sizeof(key), "%s/%s", ns, name);
+	o = smap_get(&m->nfs, key);
+	if (deleted) {
+		if (o)
+			nf_delete(m, o);
+		return 0;
+	}
+	if (!node || !*node) {
+		LOG_E(&m->log, "NodeFeature %s has no %s label; ignoring it", key, NODE_NAME_LABEL);
+		if (o)
+			nf_delete(m, o);
+		return 0;
+	}
+	h = hash_json(json_get(obj, "spec"), FNV0);
+	h = hash_json(json_get(md, "ownerReferences"), h);
+	h = fnv(uid, strlen(uid) + 1, h);
+	h = fnv(node, strlen(node) + 1, h);
+	if (o) {
+		o->seen = 1;
+		if (o->hash == h && !m->refresh_all)
+			return 0;
+	} else {
+		size_t kl = strlen(key) + 1;
+
+		/* "ns/name\0ns\0name\0": the map's key, then the two parts */
+		if (!(o = calloc(1, sizeof(*o))) || !(o->key = malloc(2 * kl))) {
+			free(o);
+			return -FB_ENOMEM;
+		}
+		memcpy(o->key, key, kl);
+		memcpy(o->key + kl, key, kl);
+		o->key[kl + strlen(ns)] = '\0';
+		o->ns = o->key + kl;
+		o->name = o->key + kl + strlen(ns) + 1;
+		if (smap_put(&m->nfs, o->key, o) < 0) {
+			free(o->key);
+			free(o);
+			return -FB_ENOMEM;
+		}
+		o->seen = 1;
+	}
+	char *data = nf_keep(m, json_get(obj, "spec"));
+
+	if (!data)
+		return -FB_ENOMEM;
+	free(o->data);
+	o->data = data;
+	o->hash = h;
+	if (!o->node || strcmp(o->node->name, node) != 0) {
+		struct node *old = o->node;
+
+		nf_unlink(o);
+		if (old) {
+			old->pending_delete = 1;
+			if (old->exists)
+				mark(m, old, 0);
+			else
+				node_gc_entry(m, old);
+		}
+		if (!(n = node_get(m, node)))
+			return -FB_ENOMEM;
+		o->node = n;
+		o->next = n->nfs;
+		n->nfs = o;
+	}
+	if (o->node->exists)
+		mark(m, o->node, 0);
+	return 0;
+}
+
+static void nf_begin(struct master *m)
+{
+	for (size_t i = 0; i < m->nfs.cap; i++)
+		if (m->nfs.s[i].key)
+			((struct nf *)m->nfs.s[i].val)->seen = 0;
+}
+
+static void nf_end(struct master *m)
+{
+	/* gone while we were not watching */
+	for (size_t i = 0; i < m->nfs.cap;) {
+		struct nf *o = m->nfs.s[i].val;
+
+		if (m->nfs.s[i].key && !o->seen)
+			nf_delete(m, o); /* may shift a later entry into slot i: look again */
+		else
+			i++;
+	}
+	m->refresh_all = 0;
+}
+
+/* ---- NodeFeatureRules --------------------------------------------------- */
+
+static void nfr_free(struct nfr *r)
+{
+	if (!r)
+		return;
+	rules_free(r->rules);
+	free(r->name);
+	free(r);
+}
+
+static void nfr_changed(struct master *m)
+{
+	if (refs_update(m) && m->inf[INF_NF].synced) {
+		LOG_I(&m->log, "the rules match on features not kept so far: listing NodeFeatures again");
+		m->relist_nf = 1;
+	}
+	mark_all(m, 0);
+}
+
+static int nfr_apply(struct master *m, const struct json *obj, int deleted)
+{
+	const char *name = json_get_str(json_get(obj, "metadata"), "name", "");
+	const struct json *spec = json_get(obj, "spec");
+	struct nfr *r = NULL;
+	size_t i;
+	uint64_t h;
+	char what[300];
+
+	for (i = 0; i < m->n_nfrs && strcmp(m->nfrs[i]->name, name) < 0; i++)
+		;
+	if (i < m->n_nfrs && strcmp(m->nfrs[i]->name, name) == 0)
+		r = m->nfrs[i];
+	if (deleted) {
+		if (r) {
+			nfr_free(r);
+			memmove(m->nfrs + i, m->nfrs + i + 1, (m->n_nfrs - i - 1) * sizeof(*m->nfrs));
+			m->n_nfrs--;
+			LOG_I(&m->log, "NodeFeatureRule %s deleted", name);
+			nfr_changed(m);
+		}
+		return 0;
+	}
+	h = hash_json(spec, FNV0);
+	if (r) {
+		r->seen = 1;
+		if (r->hash == h)
+			return 0;
+	} else {
+		struct nfr **v = realloc(m->nfrs, (m->n_nfrs + 1) * sizeof(*v));
+
+		if (!v)
+			return -FB_ENOMEM;
+		m->nfrs = v;
+		if (!(r = calloc(1, sizeof(*r))) || !(r->name = strdup(name))) {
+			free(r);
+			return -FB_ENOMEM;
+		}
+		memmove(m->nfrs + i + 1, m->nfrs + i, (m->n_nfrs - i) * sizeof(*m->nfrs));
+		m->nfrs[i] = r;
+		m->n_nfrs++;
+		r->seen = 1;
+	}
+	struct rules *rs;
+
+	snprintf(what, sizeof(what), "NodeFeatureRule %s", name);
+	if (rules_compile(&rs, json_get(spec, "rules"), RULES_NFR, what) < 0)
+		return -FB_ENOMEM;
+	rules_free(r->rules);
+	r->rules = rs;
+	r->hash = h;
+	r->errors_logged = 0;
+	for (size_t j = 0; j < rules_count(rs); j++)
+		if (rules_error(rs, j)) {
+			LOG_E(&m->log, "%s: rule \"%s\": %s (the rule is skipped)", what, rules_name(rs, j),
+			      rules_error(rs, j));
+			metrics_inc(&m->mx, m->m_rule_errors, 1);
+		}
+	LOG_I(&m->log, "%s: %zu rules", what, rules_count(rs));
+	nfr_changed(m);
+	return 0;
+}
+
+static void nfr_begin(struct master *m)
+{
+	for (size_t i = 0; i < m->n_nfrs; i++)
+		m->nfrs[i]->seen = 0;
+}
+
+static void nfr_end(struct master *m)
+{
+	size_t u = 0;
+	int gone = 0;
+
+	for (size_t i = 0; i < m->n_nfrs; i++) {
+		if (m->nfrs[i]->seen) {
+			m->nfrs[u++] = m->nfrs[i];
+		} else {
+			nfr_free(m->nfrs[i]);
+			gone = 1;
+		}
+	}
+	m->n_nfrs = u;
+	if (gone)
+		nfr_changed(m);
+	else if (!m->inf[INF_NF].synced)
+		refs_update(m); /* the first list: the NodeFeatures come next */
+}
+
+/* ---- Nodes and garbage collection --------------------------------------- */
+
+static void gc_node(struct master *m, struct node *n)
+{
+	char path[800];
+	struct fb_errinfo ei;
+	char msg[1300];
+
+	while (n->nfs) {
+		struct nf *o = n->nfs;
+		struct kube_result res;
+		int rc;
+
+		snprintf(path, sizeof(path), NF_API "/namespaces/%s/nodefeatures/%s", o->ns, o->name);
+		fb_errinfo_init(&ei);
+		rc = kube_request(m->k, "DELETE", path, NULL, NULL, 0, &res, &ei);
+		if (rc == 0 && (res.status / 100 == 2 || res.status == 404)) {
+			LOG_I(&m->log, "deleted NodeFeature %s of deleted node %s", o->key, n->name);
+			metrics_inc(&m->mx, m->m_gc_deleted, 1);
+		} else {
+			if (rc == 0)
+				snprintf(msg, sizeof(msg), "%d %s", res.status, res.message);
+			else
+				fb_errinfo_str(&ei, msg, sizeof(msg));
+			LOG_E(&m->log, "deleting NodeFeature %s: %s (next garbage collection tries again)", o->key, msg);
+			metrics_inc(&m->mx, m->m_gc_failed, 1);
+			kube_result_free(&res);
+			return;
+		}
+		kube_result_free(&res);
+		/* the watch's DELETED event will find nothing left to do */
+		nf_unlink(o);
+		smap_del(&m->nfs, o->key);
+		free(o->key);
+		free(o->data);
+		free(o);
+	}
+}
+
+static void gc(struct master *m)
+{
+	if (!synced(m) || !may_write(m))
+		return;
+	for (size_t i = 0; i < m->nodes.cap;) {
+		struct node *n = m->nodes.s[i].val;
+
+		if (m->nodes.s[i].key && !n->exists && n->nfs) {
+			gc_node(m, n);
+			if (!n->nfs) {
+				node_gc_entry(m, n);
+				continue; /* slot i may hold a shifted entry now */
+			}
+		}
+		i++;
+	}
+}
+
+static void on_gc(void *ctx)
+{
+	struct master *m = ctx;
+
+	gc(m);
+	loop_timer(m->l, m->gc_ms, on_gc, m);
+}
+
+static int node_apply(struct master *m, const struct json *obj, int deleted)
+{
+	const char *name = json_get_str(json_get(obj, "metadata"), "name", "");
+	struct node *n = smap_get(&m->nodes, name);
+
+	if (deleted) {
+		if (n && n->exists) {
+			n->exists = 0;
+			n->processed = 0;
+			n->dirty = 0;
+			LOG_I(&m->log, "node %s deleted", name);
+			if (m->inf[INF_NODE].synced && n->nfs && may_write(m))
+				gc_node(m, n);
+			node_gc_entry(m, n);
+		}
+		return 0;
+	}
+	if (!n && !(n = node_get(m, name)))
+		return -FB_ENOMEM;
+	n->seen = 1;
+	if (!n->exists) {
+		n->exists = 1;
+		mark(m, n, 1);
+	}
+	return 0;
+}
+
+static void node_begin(struct master *m)
+{
+	for (size_t i = 0; i < m->nodes.cap; i++)
+		if (m->nodes.s[i].key)
+			((struct node *)m->nodes.s[i].val)->seen = 0;
+}
+
+static void node_end(struct master *m)
+{
+	for (size_t i = 0; i < m->nodes.cap; i++) {
+		struct node *n = m->nodes.s[i].val;
+
+		if (m->nodes.s[i].key && n->exists && !n->seen) {
+			n->exists = 0;
+			n->dirty = 0;
+		}
+	}
+	gc(m);
+}
+
+/* ---- per-node reconciliation -------------------------------------------- */
+
+static int nf_order(const struct master *m, const struct nf *a, const struct nf *b)
+{
+	int aown = strcmp(a->ns, m->ns) == 0, bown = strcmp(b->ns, m->ns) == 0, c;
+
+	if (aown != bown)
+		return bown - aown;
+	if ((c = strcmp(a->name, b->name)) != 0)
+		return c;
+	return strcmp(a->ns, b->ns);
+}
+
+/* "x" -> "feature.node.kubernetes.io/x"; others as they are. */
+static int set_prefixed(struct json *labels, const char *key, const char *value)
+{
+	char full[400];
+
+	if (strchr(key, '/'))
+		return json_set_str(labels, key, value);
+	snprintf(full, sizeof(full), NL_DEFAULT_NS "/%s", key);
+	return json_set_str(labels, full, value);
+}
+
+/* Merges one kept NodeFeature into the node's features and labels. */
+static int merge_one(struct features *f, struct json *labels, const struct json *kept)
+{
+	const struct json *feats = json_get(kept, "features"), *lab = json_get(kept, "labels");
+
+	for (int k = 0; k < 3; k++) {
+		struct json *dst = json_get(f->root, kinds[k]);
+
+		for (const struct json *c = json_child(json_get(feats, kinds[k])); c; c = json_next(c)) {
+			struct json *have = json_get(dst, json_key(c));
+			const struct json *el = json_get(c, "elements");
+
+			if (!have) {
+				if (json_set_take(dst, json_key(c), json_dup(c)) < 0)
+					return -FB_ENOMEM;
+				continue;
+			}
+			struct json *hel = json_get(have, "elements");
+
+			if (!hel) {
+				if (json_set_take(have, "elements", json_dup(el)) < 0)
+					return -FB_ENOMEM;
+				continue;
+			}
+			for (const struct json *e = json_child(el); e; e = json_next(e)) {
+				int rc = k == 2 ? json_append_take(hel, json_dup(e))
+					: json_set_take(hel, json_key(e), json_dup(e));
+
+				if (rc < 0)
+					return -FB_ENOMEM;
+			}
+		}
+	}
+	/* a prefixed key wins over the same key unprefixed in one object */
+	for (int pass = 0; pass < 2; pass++)
+		for (const struct json *c = json_child(lab); c; c = json_next(c))
+			if ((strchr(json_key(c), '/') != NULL) == pass && json_str(c) &&
+			    set_prefixed(labels, json_key(c), json_str(c)) < 0)
+				return -FB_ENOMEM;
+	return 0;
+}
+
+struct rule_err_ctx {
+	struct master *m;
+	struct nfr *r;
+	const char *node;
+};
+
+static void on_rule_error(void *ctx, const char *what, const char *rule, const char *msg)
+{
+	struct rule_err_ctx *c = ctx;
+
+	metrics_inc(&c->m->mx, c->m->m_rule_errors, 1);
+	/* once per rule object version, not once per node */
+	if (c->r->errors_logged++ < 5)
+		LOG_E(&c->m->log, "%s: rule \"%s\" on node %s: %s (the rule is skipped)", what, rule, c->node, msg);
+}
+
+static uint64_t hash_set(const struct nl_set *s)
+{
+	uint64_t h = FNV0;
+
+	h = hash_json(s->labels, h);
+	h = hash_json(s->annotations, h);
+	h = hash_json(s->extended_resources, h);
+	return hash_json(s->taints, h);
+}
+
+/* The node's desired state. Returns 0 or -FB_ENOMEM. */
+static int desired(struct master *m, struct node *n, struct nl_set *set)
+{
+	struct features f;
+	struct rules_out out;
+	struct nf *v[64];
+	size_t nv = 0;
+	int rc = -FB_ENOMEM;
+
+	memset(set, 0, sizeof(*set));
+	memset(&out, 0, sizeof(out));
+	if (features_init(&f) < 0 || rules_out_init(&out) < 0 || !(set->labels = json_new_object()))
+		goto out;
+	for (struct nf *o = n->nfs; o && nv < 64; o = o->next) {
+		size_t j = nv++;
+
+		for (; j > 0 && nf_order(m, v[j - 1], o) > 0; j--)
+			v[j] = v[j - 1];
+		v[j] = o;
+	}
+	for (size_t i = 0; i < nv; i++) {
+		struct fb_errinfo ei;
+		struct json *kept = json_parse(v[i]->data, strlen(v[i]->data), v[i]->key, &ei);
+
+		if (!kept || merge_one(&f, set->labels, kept) < 0) {
+			json_free(kept);
+			goto out;
+		}
+		json_free(kept);
+	}
+	for (size_t i = 0; i < m->n_nfrs; i++) {
+		struct rule_err_ctx ec = { m, m->nfrs[i], n->name };
+		struct timespec a, b;
+
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		if (rules_run(m->nfrs[i]->rules, &f, &out, on_rule_error, &ec) < 0)
+			goto out;
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		metrics_observe(&m->mx, m->m_rule_time,
+				(double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9);
+	}
+	for (const struct json *c = json_child(out.labels); c; c = json_next(c))
+		if (set_prefixed(set->labels, json_key(c), json_str(c)) < 0)
+			goto out;
+	set->annotations = out.annotations;
+	set->extended_resources = out.extended_resources;
+	set->taints = out.taints;
+	out.annotations = out.extended_resources = out.taints = NULL;
+	{
+		struct nl_rejects rej = { 0 };
+
+		if (nl_filter(&m->pol, set, &f, &m->log, &rej) < 0)
+			goto out;
+		metrics_inc(&m->mx, m->m_rej_labels, (double)rej.labels);
+		metrics_inc(&m->mx, m->m_rej_ers, (double)rej.extended_resources);
+		metrics_inc(&m->mx, m->m_rej_taints, (double)rej.taints);
+	}
+	rc = 0;
+out:
+	rules_out_free(&out);
+	features_free(&f);
+	if (rc < 0)
+		nl_set_free(set);
+	return rc;
+}
+
+/* Brings one node up to date. Returns 0, or -FB_ECANCELED to stop. */
+static int reconcile(struct master *m, struct node *n)
+{
+	struct nl_set set;
+	struct nl_result res = { 0 };
+	struct fb_errinfo ei;
+	char msg[1300];
+	uint64_t h;
+	int rc, skip_removal = !n->nfs && !n->pending_delete && !n->processed;
+
+	if (desired(m, n, &set) < 0) {
+		LOG_E(&m->log, "node %s: out of memory; trying again later", n->name);
+		n->retry_at = loop_now_ms() + RETRY_MAX_MS;
+		return 0;
+	}
+	h = hash_set(&set);
+	if (n->processed && !n->force && n->applied == h) {
+		n->dirty = 0;
+		nl_set_free(&set);
+		return 0;
+	}
+	if (m->no_publish) {
+		char *s = json_print(set.labels, NULL);
+
+		LOG_I(&m->log, "node %s: labels %s (--no-publish: not written)", n->name, s ? s : "?");
+		free(s);
+		n->dirty = n->force = 0;
+		n->processed = 1;
+		n->applied = h;
+		nl_set_free(&set);
+		return 0;
+	}
+	metrics_inc(&m->mx, m->m_requests, 1);
+	fb_errinfo_init(&ei);
+	rc = nl_apply(m->k, n->name, &m->pol, &set, skip_removal, &m->log, &res, &ei);
+	nl_set_free(&set);
+	if (rc == -FB_ECANCELED)
+		return rc;
+	if (rc == 0 || rc == -FB_ENOENT) {
+		if (rc == -FB_ENOENT)
+			LOG_I(&m->log, "node %s not found; skipping it", n->name);
+		else if (res.changed)
+			metrics_inc(&m->mx, m->m_updates, 1);
+		n->dirty = n->force = 0;
+		n->processed = 1;
+		n->pending_delete = 0;
+		n->applied = h;
+		n->fails = 0;
+		return 0;
+	}
+	n->fails++;
+	{
+		long long d = RETRY_BASE_MS;
+
+		for (int i = 1; i < n->fails && d < RETRY_MAX_MS; i++)
+			d *= 2;
+		n->retry_at = loop_now_ms() + (d < RETRY_MAX_MS ? d : RETRY_MAX_MS);
+	}
+	if (n->fails == FAILS_COUNTED)
+		metrics_inc(&m->mx, m->m_failures, 1);
+	LOG_E(&m->log, "updating node %s failed (attempt %d): %s", n->name, n->fails,
+	      fb_errinfo_str(&ei, msg, sizeof(msg)));
+	return 0;
+}
+
+static void relist(struct master *m, struct informer *in);
+
+/* Updates dirty nodes for at most SLICE_MS, then lets the loop run. */
+static void flush(void *ctx)
+{
+	struct master *m = ctx;
+	long long start = loop_now_ms(), next = -1;
+
+	m->flush_timer = 0;
+	if (m->relist_nf) {
+		m->relist_nf = 0;
+		m->refresh_all = 1;
+		relist(m, &m->inf[INF_NF]);
+		if (!synced(m))
+			return; /* the list failed: it reschedules */
+	}
+	/* a relist for new rule features has not completed: the kept data is partial */
+	if (!synced(m) || m->refresh_all || (!m->no_publish && !may_write(m)))
+		return;
+	m->dirty = 0;
+	for (size_t i = 0; i < m->nodes.cap; i++) {
+		struct node *n = m->nodes.s[i].val;
+		long long now;
+
+		if (!m->nodes.s[i].key || !n->dirty || !n->exists)
+			continue;
+		now = loop_now_ms();
+		if (n->retry_at > now) {
+			if (next < 0 || n->retry_at - now < next)
+				next = n->retry_at - now;
+			continue;
+		}
+		if (now - start >= SLICE_MS || loop_signal(m->l) || (!may_write(m) && !m->no_publish)) {
+			next = 0;
+			break;
+		}
+		if (reconcile(m, n) < 0)
+			return;
+		if (n->dirty) {
+			long long d = n->retry_at - loop_now_ms();
+
+			if (next < 0 || d < next)
+				next = d > 0 ? d : 0;
+		}
+	}
+	if (next >= 0 || m->dirty) {
+		m->dirty = 1;
+		m->flush_timer = loop_timer(m->l, next >= 0 ? next : 0, flush, m);
+	}
+}
+
+static void on_resync(void *ctx)
+{
+	struct master *m = ctx;
+
+	LOG_V(&m->log, 1, "resync: updating every node");
+	mark_all(m, 1);
+	loop_timer(m->l, m->resync_ms, on_resync, m);
+}
+
+static void on_leading(void *ctx, int leading)
+{
+	struct master *m = ctx;
+
+	m->leading = leading;
+	metrics_set(&m->mx, m->m_leader, leading);
+	if (leading) {
+		mark_all(m, 1);
+		gc(m);
+	}
+}
+
+/* ---- informers: list, then watch ---------------------------------------- */
+
+static void inf_event(void *ctx, const char *type, const struct json *object)
+{
+	struct informer *in = ctx;
+
+	if (in->apply(in->m, object, strcmp(type, "DELETED") == 0) < 0)
+		LOG_E(&in->m->log, "%s event: out of memory", in->what);
+}
+
+static void on_relist(void *ctx);
+static void watch(struct master *m, struct informer *in, const char *rv);
+
+static void retry_later(struct master *m, struct informer *in, void (*fn)(void *))
+{
+	long long d = kube_backoff_next(&in->bo);
+
+	loop_timer_cancel(m->l, in->timer);
+	in->timer = loop_timer(m->l, d, fn, in);
+}
+
+static void inf_end(void *ctx, enum kube_watch_end why, const struct fb_errinfo *ei)
+{
+	struct informer *in = ctx;
+	struct master *m = in->m;
+	char rv[64], msg[1300];
+
+	snprintf(rv, sizeof(rv), "%s", kube_watch_rv(in->w));
+	kube_watch_free(in->w);
+	in->w = NULL;
+	if (loop_signal(m->l))
+		return;
+	if (why == KUBE_WATCH_CLOSED) {
+		watch(m, in, rv);
+	} else if (why == KUBE_WATCH_EXPIRED) {
+		LOG_I(&m->log, "%s watch: resourceVersion %s expired; listing again", in->what, rv);
+		relist(m, in);
+	} else {
+		LOG_W(&m->log, "%s watch failed: %s; listing again after a pause", in->what,
+		      fb_errinfo_str(ei, msg, sizeof(msg)));
+		retry_later(m, in, on_relist);
+	}
+}
+
+static void watch(struct master *m, struct informer *in, const char *rv)
+{
+	struct fb_errinfo ei;
+	char msg[1300];
+
+	fb_errinfo_init(&ei);
+	if (kube_watch_start(&in->w, m->k, m->l, in->path, rv, inf_event, inf_end, in, &ei) < 0) {
+		if (loop_signal(m->l))
+			return;
+		LOG_W(&m->log, "%s watch: %s; listing again after a pause", in->what,
+		      fb_errinfo_str(&ei, msg, sizeof(msg)));
+		retry_later(m, in, on_relist);
+	}
+}
+
+static int inf_page(void *ctx, const struct json *items, int first)
+{
+	struct informer *in = ctx;
+
+	if (first)
+		in->begin(in->m);
+	for (const struct json *it = json_child(items); it; it = json_next(it)) {
+		int rc = in->apply(in->m, it, 0);
+
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static void relist(struct master *m, struct informer *in)
+{
+	struct fb_errinfo ei;
+	char rv[64], msg[1300];
+	int was = in->synced;
+
+	kube_watch_free(in->w);
+	in->w = NULL;
+	fb_errinfo_init(&ei);
+	if (kube_list_pages(m->k, in->path, inf_page, in, rv, sizeof(rv), &ei) < 0) {
+		if (loop_signal(m->l))
+			return;
+		if (!in->failing++ || m->log.v >= 1)
+			LOG_E(&m->log, "listing %ss: %s; trying again after a pause", in->what,
+			      fb_errinfo_str(&ei, msg, sizeof(msg)));
+		/* nothing is removed on the strength of a partial list */
+		retry_later(m, in, on_relist);
+		return;
+	}
+	if (in->failing)
+		LOG_I(&m->log, "listing %ss works again", in->what);
+	in->failing = 0;
+	kube_backoff_reset(&in->bo);
+	in->end(m);
+	in->synced = 1;
+	if (!was)
+		LOG_I(&m->log, "%ss listed (resourceVersion %s)", in->what, rv);
+	watch(m, in, rv);
+	if (!was && synced(m)) {
+		size_t kept = 0;
+
+		for (size_t i = 0; i < m->nfs.cap; i++)
+			if (m->nfs.s[i].key)
+				kept += strlen(((struct nf *)m->nfs.s[i].val)->data);
+		LOG_I(&m->log, "everything listed: %zu nodes, %zu NodeFeatures (%zu KiB kept for %zu rule features), "
+		      "%zu NodeFeatureRules; updating nodes", m->nodes.n, m->nfs.n, kept / 1024, m->n_refs, m->n_nfrs);
+		gc(m);
+	}
+	if (synced(m) && m->dirty)
+		schedule(m, 0);
+}
+
+static void on_relist(void *ctx)
+{
+	struct informer *in = ctx;
+	struct master *m = in->m;
+
+	in->timer = 0;
+	relist(m, in);
+	/* the first lists go in order: rules, then NodeFeatures, then Nodes */
+	for (int i = 0; i < INF_COUNT && in->synced; i++) {
+		if (m->inf[i].synced)
+			continue;
+		if (m->inf[i].timer)
+			break;
+		relist(m, &m->inf[i]);
+		if (!m->inf[i].synced)
+			break;
+	}
+}
+
+/* ---- prune -------------------------------------------------------------- */
+
+struct prune_ctx {
+	struct master *m;
+	int failed, done;
+};
+
+static int prune_page(void *ctx, const struct json *items, int first)
+{
+	struct prune_ctx *p = ctx;
+	struct master *m = p->m;
+
+	(void)first;
+	for (const struct json *it = json_child(items); it; it = json_next(it)) {
+		const char *name = json_get_str(json_get(it, "metadata"), "name", "");
+		struct nl_result res = { 0 };
+		struct fb_errinfo ei;
+		char msg[1300];
+		int rc;
+
+		fb_errinfo_init(&ei);
+		rc = nl_apply(m->k, name, &m->pol, NULL, 0, &m->log, &res, &ei);
+		if (rc == -FB_ECANCELED)
+			return rc;
+		if (rc < 0 && rc != -FB_ENOENT) {
+			LOG_E(&m->log, "pruning node %s: %s", name, fb_errinfo_str(&ei, msg, sizeof(msg)));
+			p->failed++;
+		} else {
+			LOG_I(&m->log, "node %s: %s", name, res.changed ? "pruned" : "nothing to prune");
+			p->done++;
+		}
+	}
+	return 0;
+}
+
+static int prune(struct master *m)
+{
+	struct prune_ctx p = { m, 0, 0 };
+	struct fb_errinfo ei;
+	char rv[64], msg[1300];
+
+	fb_errinfo_init(&ei);
+	if (kube_list_pages(m->k, "/api/v1/nodes", prune_page, &p, rv, sizeof(rv), &ei) < 0) {
+		LOG_E(&m->log, "prune: listing nodes: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		return 1;
+	}
+	LOG_I(&m->log, "prune: %d nodes done, %d failed", p.done, p.failed);
+	return p.failed ? 1 : 0;
+}
+
+/* ---- serving ------------------------------------------------------------ */
+
+static void serve(void *ctx, const char *method, const char *path, struct http_reply *r)
+{
+	struct master *m = ctx;
+
+	(void)method;
+	if (strcmp(path, "/healthz") == 0 || strcmp(path, "/livez") == 0) {
+		r->status = 200;
+		http_reply_printf(r, "ok\n");
+	} else if (strcmp(path, "/readyz") == 0) {
+		r->status = synced(m) ? 200 : 503;
+		http_reply_printf(r, synced(m) ? "ok\n" : "waiting for the first complete list\n");
+	} else if (strcmp(path, "/metrics") == 0) {
+		size_t need = metrics_render(&m->mx, NULL, 0) + 1;
+		char *room = http_reply_room(r, need);
+
+		if (room) {
+			metrics_render(&m->mx, room, need);
+			http_reply_commit(r, need - 1);
+		}
+		r->status = 200;
+		r->content_type = "text/plain; version=0.0.4";
+	}
+}
+
+/* ---- configuration ------------------------------------------------------ */
+
+struct mconf {
+	int no_publish, enable_taints, allow_overwrite;
+	struct json *extra_ns, *deny_ns;   /* borrowed from the parsed tree */
+	const char *whitelist;
+	long long resync_ms, lease_ms, renew_ms, retry_ms;
+	long page_size, klog_v;
+	int have_klog_v;
+};
+
+/* A member by name, exact first, then ignoring ASCII case (Go's encoding/json). */
+static const struct json *ci_get(const struct json *o, const char *key)
+{
+	const struct json *c = json_get(o, key);
+
+	for (const struct json *e = json_child(o); !c && e; e = json_next(e))
+		if (strcasecmp(json_key(e), key) == 0)
+			c = e;
+	return c;
+}
+
+static int conf_dur(const struct json *v, long long *ms, const char *key, struct fb_errinfo *ei)
+{
+	long long ns;
+
+	if (!v || json_type(v) == JSON_NULL)
+		return 0;
+	if (json_type(v) == JSON_NUMBER && json_int(v, &ns) == 0) {
+		*ms = ns / 1000000;
+		return 0;
+	}
+	if (!json_str(v) || nfdconf_parse_duration(json_str(v), &ns) < 0)
+		return fb_errinfo_set(ei, FB_EINVAL, 0, key, "not a duration (like 1h, 90s)");
+	*ms = ns / 1000000;
+	return 0;
+}
+
+static int conf_bool(const struct json *v, int *out, const char *key, struct fb_errinfo *ei)
+{
+	if (!v || json_type(v) == JSON_NULL)
+		return 0;
+	if (json_bool(v) < 0)
+		return fb_errinfo_set(ei, FB_EINVAL, 0, key, "not true or false");
+	*out = json_bool(v);
+	return 0;
+}
+
+static int conf_list(const struct json *v, struct json **out, const char *key, struct fb_errinfo *ei)
+{
+	if (!v || json_type(v) == JSON_NULL)
+		return 0;
+	if (json_type(v) != JSON_ARRAY)
+		return fb_errinfo_set(ei, FB_EINVAL, 0, key, "not a list");
+	for (const struct json *c = json_child(v); c; c = json_next(c))
+		if (!json_str(c))
+			return fb_errinfo_set(ei, FB_EINVAL, 0, key, "list items must be strings");
+	*out = (struct json *)v;
+	return 0;
+}
+
+static const char *const conf_keys[] = {
+	"noPublish", "extraLabelNs", "denyLabelNs", "enableTaints", "labelWhiteList", "resyncPeriod",
+	"leaderElection", "nfdApiParallelism", "informerPageSize", "klog", "restrictions",
+	"autoDefaultNs",
+};
+
+/* Applies one parsed nfd-master.conf (or --options) over c. */
+static int conf_apply(struct mconf *c, const struct json *doc, const char *what, const struct fb_log *lg,
+		      struct fb_errinfo *ei)
+{
+	const struct json *le, *v;
+	long long n;
+	int rc = 0;
+
+	if (!doc || json_type(doc) == JSON_NULL)
+		return 0;
+	if (json_type(doc) != JSON_OBJECT)
+		return fb_errinfo_set(ei, FB_EINVAL, 0, what, "not a mapping of options");
+	for (const struct json *e = json_child(doc); e; e = json_next(e)) {
+		size_t i;
+
+		for (i = 0; i < sizeof(conf_keys) / sizeof(conf_keys[0]); i++)
+			if (strcasecmp(json_key(e), conf_keys[i]) == 0)
+				break;
+		if (i == sizeof(conf_keys) / sizeof(conf_keys[0]))
+			LOG_W(lg, "%s: unknown key %s, ignored", what, json_key(e));
+	}
+	if ((rc = conf_bool(ci_get(doc, "noPublish"), &c->no_publish, "noPublish", ei)) < 0 ||
+	    (rc = conf_bool(ci_get(doc, "enableTaints"), &c->enable_taints, "enableTaints", ei)) < 0 ||
+	    (rc = conf_list(ci_get(doc, "extraLabelNs"), &c->extra_ns, "extraLabelNs", ei)) < 0 ||
+	    (rc = conf_list(ci_get(doc, "denyLabelNs"), &c->deny_ns, "denyLabelNs", ei)) < 0 ||
+	    (rc = conf_dur(ci_get(doc, "resyncPeriod"), &c->resync_ms, "resyncPeriod", ei)) < 0)
+		goto out;
+	if ((v = ci_get(doc, "labelWhiteList")) && json_type(v) != JSON_NULL) {
+		if (!json_str(v)) {
+			rc = fb_errinfo_set(ei, FB_EINVAL, 0, "labelWhiteList", "not a string");
+			goto out;
+		}
+		c->whitelist = json_str(v);
+	}
+	if ((le = ci_get(doc, "leaderElection"))) {
+		if ((rc = conf_dur(ci_get(le, "leaseDuration"), &c->lease_ms, "leaderElection.leaseDuration", ei)) < 0 ||
+		    (rc = conf_dur(ci_get(le, "renewDeadline"), &c->renew_ms, "leaderElection.renewDeadline", ei)) < 0 ||
+		    (rc = conf_dur(ci_get(le, "retryPeriod"), &c->retry_ms, "leaderElection.retryPeriod", ei)) < 0)
+			goto out;
+	}
+	if ((v = ci_get(doc, "informerPageSize")) && json_type(v) != JSON_NULL) {
+		if (json_int(v, &n) < 0 || n < 0 || n > 100000) {
+			rc = fb_errinfo_set(ei, FB_EINVAL, 0, "informerPageSize", "not a number from 0 to 100000");
+			goto out;
+		}
+		c->page_size = (long)n;
+	}
+	if ((v = ci_get(ci_get(doc, "klog"), "v")) && json_type(v) != JSON_NULL) {
+		if (json_int(v, &n) < 0 && (!json_str(v) || (n = strtol(json_str(v), NULL, 10)) < 0)) {
+			rc = fb_errinfo_set(ei, FB_EINVAL, 0, "klog.v", "not a number");
+			goto out;
+		}
+		c->klog_v = (long)n;
+		c->have_klog_v = 1;
+	}
+	if ((v = ci_get(doc, "restrictions"))) {
+		if ((rc = conf_bool(ci_get(v, "allowOverwrite"), &c->allow_overwrite, "restrictions.allowOverwrite", ei)) < 0)
+			goto out;
+		for (const struct json *e = json_child(v); e; e = json_next(e))
+			if (strcasecmp(json_key(e), "allowOverwrite") != 0)
+				LOG_W(lg, "%s: restrictions.%s is not supported, ignored", what, json_key(e));
+	}
+out:
+	if (rc < 0) {
+		char d[sizeof(ei->detail)];
+
+		snprintf(d, sizeof(d), "%.60s: %.95s", ei->what, ei->detail);
+		fb_errinfo_set(ei, -rc, 0, what, d);
+	}
+	return rc;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static void list_to_argv(const struct json *l, const char **v, size_t *n, size_t max)
+{
+	for (const struct json *c = json_child(l); c && *n < max; c = json_next(c))
+		v[(*n)++] = json_str(c);
+}
+
+int nfd_master_main(int argc, char **argv)
+{
+	static const double buckets[] = { 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01 };
+	struct master m;
+	struct mconf c = { .allow_overwrite = 1, .resync_ms = 3600000, .lease_ms = 15000,
+			   .renew_ms = 10000, .retry_ms = 2000, .page_size = 200 };
+	const char *config = DEFAULT_CONFIG, *options = NULL, *kubeconfig = NULL, *instance = "";
+	const char *whitelist = NULL, *feature_gates = NULL;
+	struct opt_list extra = { 0 }, deny = { 0 };
+	const char *extra_v[2 * OPT_LIST_MAX], *deny_v[2 * OPT_LIST_MAX];
+	size_t n_extra = 0, n_deny = 0;
+	int prune_flag = 0, leader = 0, taints = 0, no_publish = 0, seen_v = 0, seen_resync = 0;
+	int seen_page = 0, first, rc, ret = 1;
+	long verbosity = 0, port = 8080, page_size = 200, parallelism = 10;
+	long long resync = 3600000, gc_interval = 3600000;
+	struct json *file_doc = NULL, *opt_doc = NULL;
+	struct fb_errinfo ei;
+	char msg[1300], addr[32], ident[320], host[256];
+	struct opt opts[] = {
+		{ .lo = "config", .kind = OPT_STR, .dst = &config, .arg = "PATH",
+		  .help = "config file (default " DEFAULT_CONFIG "; missing = defaults)" },
+		{ .lo = "options", .kind = OPT_STR, .dst = &options, .arg = "YAML",
+		  .help = "config in the file's format, applied over the file" },
+		{ .lo = "kubeconfig", .kind = OPT_STR, .dst = &kubeconfig, .arg = "PATH",
+		  .help = "kubeconfig (default $KUBECONFIG, in-cluster, ~/.kube/config)" },
+		{ .lo = "port", .kind = OPT_INT, .dst = &port, .min = 0, .max = 65535, .arg = "N",
+		  .help = "serve /metrics, /healthz and /readyz on this port (default 8080; 0: any)" },
+		{ .lo = "instance", .kind = OPT_STR, .dst = &instance, .arg = "NAME",
+		  .help = "prefix the bookkeeping annotations with NAME. (several masters)" },
+		{ .lo = "prune", .kind = OPT_FLAG, .dst = &prune_flag,
+		  .help = "remove everything NFD put on all nodes, then exit" },
+		{ .lo = "enable-leader-election", .kind = OPT_FLAG, .dst = &leader,
+		  .help = "several replicas: only the Lease holder writes" },
+		{ .lo = "extra-label-ns", .kind = OPT_LIST, .dst = &extra, .arg = "LIST",
+		  .help = "namespaces allowed although denied (comma list)" },
+		{ .lo = "deny-label-ns", .kind = OPT_LIST, .dst = &deny, .arg = "LIST",
+		  .help = "namespaces denied (comma list; *.example.com: suffix)" },
+		{ .lo = "label-whitelist", .kind = OPT_STR, .dst = &whitelist, .arg = "REGEX",
+		  .help = "only label names (after the /) matching REGEX" },
+		{ .lo = "enable-taints", .kind = OPT_FLAG, .dst = &taints,
+		  .help = "apply the taints of NodeFeatureRules" },
+		{ .lo = "no-publish", .kind = OPT_FLAG, .dst = &no_publish,
+		  .help = "compute and log, write nothing" },
+		{ .lo = "resync-period", .kind = OPT_DUR, .dst = &resync, .seen = &seen_resync, .min = 1000,
+		  .arg = "DUR", .help = "update every node this often (default 1h)" },
+		{ .lo = "gc-interval", .kind = OPT_DUR, .dst = &gc_interval, .min = 1000, .arg = "DUR",
+		  .help = "delete NodeFeatures of deleted nodes this often (default 1h)" },
+		{ .lo = "informer-page-size", .kind = OPT_INT, .dst = &page_size, .seen = &seen_page, .min = 0,
+		  .max = 100000, .arg = "N", .help = "list page size (default 200; 0: no paging)" },
+		{ .lo = "list-page-size", .kind = OPT_INT, .dst = &page_size, .seen = &seen_page, .min = 0,
+		  .max = 100000, .arg = "N", .help = "the same as --informer-page-size" },
+		{ .lo = "nfd-api-parallelism", .kind = OPT_INT, .dst = &parallelism, .min = 1, .max = 1000,
+		  .arg = "N", .help = "accepted for compatibility (updates are sequential)" },
+		{ .lo = "feature-gates", .kind = OPT_STR, .dst = &feature_gates, .arg = "LIST",
+		  .help = "accepted for compatibility, ignored" },
+		{ .lo = "v", .so = 'v', .kind = OPT_INT, .dst = &verbosity, .seen = &seen_v, .min = 0,
+		  .max = 10, .arg = "N", .help = "log verbosity" },
+	};
+	const struct opt_spec spec = { "nfd-master", usage, opts, sizeof(opts) / sizeof(opts[0]) };
+
+	memset(&m, 0, sizeof(m));
+	log_init(&m.log);
+	metrics_init(&m.mx);
+	nl_policy_init(&m.pol);
+	rc = opt_parse(&spec, argc, argv, &first);
+	if (rc == OPT_EXIT)
+		return 0;
+	if (rc < 0)
+		return rc == -FB_EUSAGE ? 2 : 1;
+	if (first < argc) {
+		fprintf(stderr, "nfd-master: unexpected argument '%s'\nTry 'nfd-master --help' for more information.\n",
+			argv[first]);
+		return 2;
+	}
+	m.log.v = (int)verbosity;
+	if (*instance && !labels_valid_name(instance, strlen(instance))) {
+		fprintf(stderr, "nfd-master: --instance \"%s\": must be 1-63 of [A-Za-z0-9._-], alphanumeric at both ends\n",
+			instance);
+		return 2;
+	}
+	(void)parallelism;
+	if (feature_gates && *feature_gates)
+		LOG_W(&m.log, "--feature-gates %s: feature gates are not implemented, ignored", feature_gates);
+	/* defaults < file < --options < flags */
+	fb_errinfo_init(&ei);
+	{
+		char *text = NULL;
+		ssize_t len = sysfs_read_alloc(AT_FDCWD, config, 1 << 20, &text);
+
+		if (len < 0 && len != -FB_ENOENT) {
+			LOG_E(&m.log, "reading %s: %s", config, fb_strerror((int)len));
+			free(text);
+			goto out;
+		}
+		if (len < 0)
+			LOG_I(&m.log, "config file %s not found, using defaults", config);
+		else if (!(file_doc = yaml_parse(text, (size_t)len, config, &ei)) ||
+			 conf_apply(&c, file_doc, config, &m.log, &ei) < 0) {
+			free(text);
+			LOG_E(&m.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+			goto out;
+		}
+		free(text);
+	}
+	if (options && (!(opt_doc = yaml_parse(options, strlen(options), "--options", &ei)) ||
+			conf_apply(&c, opt_doc, "--options", &m.log, &ei) < 0)) {
+		LOG_E(&m.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		goto out;
+	}
+	if (!seen_v && c.have_klog_v)
+		m.log.v = (int)c.klog_v;
+	m.no_publish = no_publish || c.no_publish;
+	m.leader_election = leader;
+	m.resync_ms = seen_resync ? resync : c.resync_ms;
+	if (m.resync_ms < 1000)
+		m.resync_ms = 1000;
+	m.gc_ms = gc_interval;
+	list_to_argv(c.extra_ns, extra_v, &n_extra, OPT_LIST_MAX);
+	list_to_argv(c.deny_ns, deny_v, &n_deny, OPT_LIST_MAX);
+	for (int i = 0; i < extra.n; i++)
+		extra_v[n_extra++] = extra.v[i];
+	for (int i = 0; i < deny.n; i++)
+		deny_v[n_deny++] = deny.v[i];
+	m.pol.instance = instance;
+	m.pol.extra_ns = extra_v;
+	m.pol.n_extra = n_extra;
+	m.pol.deny_ns = deny_v;
+	m.pol.n_deny = n_deny;
+	m.pol.enable_taints = taints || c.enable_taints;
+	m.pol.allow_overwrite = c.allow_overwrite;
+	if (!whitelist)
+		whitelist = c.whitelist;
+	rc = nfdsrc_whitelist_setup(&m.whitelist, whitelist, &ei);
+	if (rc < 0) {
+		LOG_E(&m.log, "--label-whitelist: %s", ei.detail);
+		ret = 2;
+		goto out;
+	}
+	if ((m.have_whitelist = rc == 1))
+		m.pol.label_whitelist = &m.whitelist;
+
+	m.m_build = metrics_add(&m.mx, METRIC_GAUGE, "nfd_master_build_info", "version=\"" FB_VERSION "\"",
+				"Build information; the value is the start time");
+	metrics_set(&m.mx, m.m_build, (double)time(NULL));
+	m.m_requests = metrics_add(&m.mx, METRIC_COUNTER, "nfd_master_node_update_requests_total", "",
+				   "Node updates attempted");
+	m.m_updates = metrics_add(&m.mx, METRIC_COUNTER, "nfd_master_node_updates_total", "",
+				  "Node updates that changed the node");
+	m.m_failures = metrics_add(&m.mx, METRIC_COUNTER, "nfd_master_node_update_failures_total", "",
+				   "Nodes that failed to update 15 times in a row");
+	m.m_rej_labels = metrics_add(&m.mx, METRIC_COUNTER, "nfd_master_node_labels_rejected_total", "",
+				     "Labels rejected by the namespace policy, whitelist or syntax");
+	m.m_rej_ers = metrics_add(&m.mx, METRIC_COUNTER, "nfd_master_node_extendedresources_rejected_total", "",
+				  "Extended resources rejected");
+	m.m_rej_taints = metrics_add(&m.mx, METRIC_COUNTER, "nfd_master_node_taints_rejected_total", "",
+				     "Taints rejected");
+	m.m_rule_time = metrics_add_histogram(&m.mx, "nfd_master_nodefeaturerule_processing_duration_seconds", "",
+					      "Time to run one NodeFeatureRule on one node", buckets,
+					      sizeof(buckets) / sizeof(buckets[0]));
+	m.m_rule_errors = metrics_add(&m.mx, METRIC_COUNTER, "nfd_master_nodefeaturerule_processing_errors_total", "",
+				      "Rules that were broken or failed on a node");
+	m.m_gc_deleted = metrics_add(&m.mx, METRIC_COUNTER, "nfd_gc_objects_deleted_total", "kind=\"NodeFeature\"",
+				     "Objects of deleted nodes removed");
+	m.m_gc_failed = metrics_add(&m.mx, METRIC_COUNTER, "nfd_gc_object_delete_failures_total",
+				    "kind=\"NodeFeature\"", "Deletions that failed");
+	m.m_leader = metrics_add(&m.mx, METRIC_GAUGE, "nfd_master_leader", "", "1 while this replica may write");
+
+	{
+		struct kube_opts ko;
+		struct kube_config kc;
+
+		kube_opts_init(&ko);
+		ko.kubeconfig = kubeconfig;
+		ko.page_size = (int)(seen_page ? page_size : c.page_size);
+		if (ko.page_size == 0)
+			ko.page_size = 1000000; /* "no paging": one page as large as the server gives */
+		/* a master updates many nodes, two requests each: the API server's
+		 * priority and fairness is the real limit, this only caps a runaway */
+		ko.qps = 500;
+		ko.burst = 1000;
+		if (!prune_flag) {
+			/* the loop retries; a request must not hold the watches for minutes */
+			ko.max_attempts = 3;
+			ko.timeout_ms = 30000;
+		}
+		if (loop_new(&m.l, &ei) < 0 || kube_config_load(&kc, &ko, &ei) < 0) {
+			LOG_E(&m.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+			goto out;
+		}
+		rc = kube_new(&m.k, &kc, &ko, &m.log, loop_cancel_fd(m.l), &ei);
+		kube_own_namespace(&kc, m.ns, sizeof(m.ns));
+		kube_config_free(&kc);
+		if (rc < 0) {
+			LOG_E(&m.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+			goto out;
+		}
+	}
+	if (prune_flag) {
+		if (m.no_publish) {
+			LOG_E(&m.log, "--prune with --no-publish: nothing would be written");
+			ret = 2;
+			goto out;
+		}
+		ret = prune(&m);
+		goto out;
+	}
+
+	snprintf(addr, sizeof(addr), ":%ld", port);
+	if (http_server_new(&m.srv, m.l, addr, serve, &m, &ei) < 0)
+		LOG_E(&m.log, "serving /healthz, /readyz and /metrics: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+	else
+		LOG_I(&m.log, "serving /healthz, /readyz and /metrics on port %d", http_server_port(m.srv));
+
+	{
+		static const char *const what[INF_COUNT] = { "NodeFeatureRule", "NodeFeature", "Node" };
+		static const char *const path[INF_COUNT] = { NF_API "/nodefeaturerules", NF_API "/nodefeatures",
+							     "/api/v1/nodes" };
+		int (*const apply[INF_COUNT])(struct master *, const struct json *, int) = { nfr_apply, nf_apply,
+											 node_apply };
+		void (*const begin[INF_COUNT])(struct master *) = { nfr_begin, nf_begin, node_begin };
+		void (*const end[INF_COUNT])(struct master *) = { nfr_end, nf_end, node_end };
+		unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+
+		for (int i = 0; i < INF_COUNT; i++) {
+			struct informer *in = &m.inf[i];
+
+			in->what = what[i];
+			snprintf(in->path, sizeof(in->path), "%s", path[i]);
+			in->apply = apply[i];
+			in->begin = begin[i];
+			in->end = end[i];
+			in->m = &m;
+			kube_backoff_init(&in->bo, 800, 30000, seed + (unsigned)i);
+		}
+	}
+	if (m.leader_election) {
+		struct lease_opts lo = { .ns = m.ns, .name = "nfd-master.nfd.kubernetes.io", .identity = ident,
+					 .duration_ms = c.lease_ms, .renew_deadline_ms = c.renew_ms,
+					 .retry_ms = c.retry_ms };
+		const char *nn = getenv("NODE_NAME");
+		unsigned r = (unsigned)time(NULL) ^ (unsigned)getpid() ^ (unsigned)loop_now_ms();
+
+		if (!nn || !*nn) {
+			if (gethostname(host, sizeof(host)) < 0)
+				snprintf(host, sizeof(host), "nfd-master");
+			host[sizeof(host) - 1] = '\0';
+			nn = host;
+		}
+		snprintf(ident, sizeof(ident), "%s_%08x", nn, r * 2654435761u);
+		if (lease_start(&m.lease, m.k, m.l, &lo, &m.log, on_leading, &m) < 0) {
+			LOG_E(&m.log, "out of memory");
+			goto out;
+		}
+		LOG_I(&m.log, "leader election on Lease %s/%s as %s", m.ns, lo.name, ident);
+	} else {
+		m.leading = 1;
+		metrics_set(&m.mx, m.m_leader, 1);
+	}
+	m.inf[INF_NFR].timer = loop_timer(m.l, 0, on_relist, &m.inf[INF_NFR]);
+	loop_timer(m.l, m.resync_ms, on_resync, &m);
+	loop_timer(m.l, m.gc_ms, on_gc, &m);
+	loop_run(m.l);
+	LOG_I(&m.log, "stopping (signal %d)", loop_signal(m.l));
+	ret = 0;
+out:
+	lease_free(m.lease);
+	for (int i = 0; i < INF_COUNT; i++)
+		kube_watch_free(m.inf[i].w);
+	http_server_free(m.srv);
+	for (size_t i = 0; i < m.nfs.cap; i++)
+		if (m.nfs.s[i].key) {
+			struct nf *o = m.nfs.s[i].val;
+
+			free(o->key);
+			free(o->data);
+			free(o);
+		}
+	free(m.nfs.s);
+	for (size_t i = 0; i < m.nodes.cap; i++)
+		if (m.nodes.s[i].key) {
+			struct node *n = m.nodes.s[i].val;
+
+			free(n->name);
+			free(n);
+		}
+	free(m.nodes.s);
+	for (size_t i = 0; i < m.n_nfrs; i++)
+		nfr_free(m.nfrs[i]);
+	free(m.nfrs);
+	for (size_t i = 0; i < m.n_refs; i++)
+		free(m.refs[i]);
+	free(m.refs);
+	kube_free(m.k);
+	loop_free(m.l);
+	if (m.have_whitelist)
+		regfree(&m.whitelist);
+	json_free(file_doc);
+	json_free(opt_doc);
+	return ret;
+}

@@ -1,0 +1,302 @@
+# nfd-master against the test API server: merge, rules, namespace policy,
+# bookkeeping, extended resources, taints, restart safety, interop with an
+# upstream-labelled node, GC, --prune, leader election; nfd-worker
+# --standalone.
+. "$(dirname "$0")/testing.sh"
+. "$FB_TOP/tests/k8s/start.sh"
+mpids=""
+trap 'for p in $mpids; do kill -9 $p 2>/dev/null; done; k8s_stop; rm -rf "$W"' EXIT
+
+k8s_start "$W/k8s" --bookmark-interval 0.5 || { fail "test API server starts"; exit 1; }
+S=$K8S_DIR
+NSP=node-feature-discovery
+NFAPI=/apis/nfd.k8s-sigs.io/v1alpha1
+export KUBERNETES_NAMESPACE=$NSP
+for ns in $NSP vendor; do
+	printf '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"%s"}}' $ns | k8s_ctl put /api/v1/namespaces/$ns - >/dev/null
+done
+
+# put_node NAME [LABELS-JSON [ANNOTATIONS-JSON]]
+put_node() {
+	printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"%s","labels":%s,"annotations":%s},"status":{"capacity":{"cpu":"4","pods":"110"},"allocatable":{"cpu":"4","pods":"110"}}}' \
+		"$1" "${2:-{\}}" "${3:-{\}}" | k8s_ctl put /api/v1/nodes/$1 - >/dev/null
+}
+# put_nf NAMESPACE NAME NODE SPEC-JSON
+put_nf() {
+	printf '{"apiVersion":"nfd.k8s-sigs.io/v1alpha1","kind":"NodeFeature","metadata":{"name":"%s","namespace":"%s","labels":{"nfd.node.kubernetes.io/node-name":"%s"}},"spec":%s}' \
+		"$2" "$1" "$3" "$4" | k8s_ctl put $NFAPI/namespaces/$1/nodefeatures/$2 - >/dev/null
+}
+# put_rule NAME RULES-JSON
+put_rule() {
+	printf '{"apiVersion":"nfd.k8s-sigs.io/v1alpha1","kind":"NodeFeatureRule","metadata":{"name":"%s"},"spec":{"rules":%s}}' \
+		"$1" "$2" | k8s_ctl put $NFAPI/nodefeaturerules/$1 - >/dev/null
+}
+# nfd_state NODE: the NFD-relevant part of the node, one "kind key=value" per line, sorted
+nfd_state() {
+	k8s_ctl get /api/v1/nodes/$1 | python3 -c '
+import json, sys
+n = json.load(sys.stdin)
+md = n["metadata"]
+out = []
+for k, v in md.get("labels", {}).items():
+    out.append("label %s=%s" % (k, v))
+for k, v in md.get("annotations", {}).items():
+    out.append("annotation %s=%s" % (k, v))
+for k, v in n.get("status", {}).get("capacity", {}).items():
+    if "/" in k:
+        out.append("capacity %s=%s" % (k, v))
+for t in n.get("spec", {}).get("taints", []):
+    out.append("taint %s=%s:%s" % (t["key"], t.get("value", ""), t["effect"]))
+print("\n".join(sorted(out)))'
+}
+wait_for() { # SECONDS COMMAND...
+	local end=$(( $(date +%s) + $1 ))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ "$(date +%s)" -lt "$end" ] || return 1
+		sleep 0.2
+	done
+}
+has() { nfd_state "$1" | grep -qxF "$2"; }
+hasnt() { ! nfd_state "$1" | grep -qF "$2"; }
+# start_master NAME ARGS...: runs a master in the background, log in $W/NAME.log
+start_master() {
+	local name=$1
+	shift
+	$FB nfd-master --kubeconfig "${MCONF:-$S/kubeconfig-admin}" --config "$W/none.conf" --port 0 "$@" \
+		>"$W/$name.log" 2>&1 &
+	eval "pid_$name=$!"
+	mpids="$mpids $!"
+}
+stop_master() { # NAME: SIGTERM, must exit 0 within 5 s
+	local p
+	eval "p=\$pid_$1"
+	kill -TERM "$p" 2>/dev/null
+	for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+	wait "$p"
+}
+port_of() { sed -n 's/.*on port \([0-9]*\).*/\1/p' "$W/$1.log" | head -1; }
+
+# The cluster: node1 with two NodeFeatures (ours and a vendor's), node2 with
+# one, labels nobody at NFD set.
+put_node node1 '{"kubernetes.io/hostname":"node1","team":"blue"}'
+put_node node2 '{"kubernetes.io/hostname":"node2"}'
+put_nf $NSP node1 node1 '{"features":{"flags":{"cpu.cpuid":{"elements":{"AVX2":{}}}},"attributes":{"kernel.version":{"elements":{"major":"6","minor":"1","full":"6.1.0-13-amd64"}}},"instances":{"pci.device":{"elements":[{"attributes":{"class":"0300","vendor":"10de"}}]}}},
+ "labels":{"feature.node.kubernetes.io/cpu-cpuid.AVX2":"true","shared":"ours","dyn":"@kernel.version.major",
+  "kubernetes.io/evil":"x","sub.kubernetes.io/evil":"x","x.denied.org/l":"no","ok.denied.org/l":"yes","k8s.io/fine":"yes",
+  "profile.node.kubernetes.io/p":"1"}}'
+put_nf vendor node1-extra node1 '{"features":{"attributes":{"kernel.version":{"elements":{"minor":"9"}}},"instances":{"pci.device":{"elements":[{"attributes":{"class":"0200","vendor":"8086"}}]}}},
+ "labels":{"shared":"vendor","vendor.example.com/c":"x"}}'
+put_nf $NSP node2 node2 '{"features":{"attributes":{"kernel.version":{"elements":{"major":"5","minor":"4"}}}},"labels":{"feature.node.kubernetes.io/n2":"true"}}'
+# a NodeFeature of a node that does not exist: garbage
+put_nf $NSP ghost ghost '{"features":{},"labels":{"g":"1"}}'
+put_rule rules-a '[{"name":"kernel","labels":{"kernel-major-ge-6":"true"},"vars":{"newkernel":"true"},
+  "matchFeatures":[{"feature":"kernel.version","matchExpressions":{"major":{"op":"Ge","value":["6"]}}}]},
+ {"name":"er","extendedResources":{"vendor.example.com/widgets":"4"},"annotations":{"vendor.example.com/note":"gpu"},
+  "taints":[{"key":"vendor.example.com/gpu","value":"true","effect":"NoSchedule"}],
+  "matchFeatures":[{"feature":"pci.device","matchExpressions":{"vendor":{"op":"In","value":["10de"]}}}]}]'
+# a later NodeFeatureRule refers back to the first one's vars
+put_rule rules-b '[{"name":"backref","labels":{"backref":"yes"},
+  "matchFeatures":[{"feature":"rule.matched","matchExpressions":{"newkernel":{"op":"IsTrue"}}}]}]'
+
+start_master m1 --deny-label-ns '*.denied.org' --extra-label-ns ok.denied.org -v 1
+check "master starts, lists everything and is ready" wait_for 20 grep -q 'everything listed' "$W/m1.log"
+check "node1 labelled" wait_for 15 has node1 "label feature.node.kubernetes.io/backref=yes"
+P1=$(port_of m1)
+testing "node1: merged in order (own namespace first), rules, dynamic value, namespace policy" "nfd_state node1" \
+"annotation nfd.node.kubernetes.io/extended-resources=vendor.example.com/widgets
+annotation nfd.node.kubernetes.io/feature-annotations=vendor.example.com/note
+annotation nfd.node.kubernetes.io/feature-labels=backref,cpu-cpuid.AVX2,dyn,k8s.io/fine,kernel-major-ge-6,ok.denied.org/l,profile.node.kubernetes.io/p,shared,vendor.example.com/c
+annotation vendor.example.com/note=gpu
+capacity vendor.example.com/widgets=4
+label feature.node.kubernetes.io/backref=yes
+label feature.node.kubernetes.io/cpu-cpuid.AVX2=true
+label feature.node.kubernetes.io/dyn=6
+label feature.node.kubernetes.io/kernel-major-ge-6=true
+label feature.node.kubernetes.io/shared=vendor
+label k8s.io/fine=yes
+label kubernetes.io/hostname=node1
+label ok.denied.org/l=yes
+label profile.node.kubernetes.io/p=1
+label team=blue
+label vendor.example.com/c=x"
+testing "node2: only what matches it" "nfd_state node2" \
+"annotation nfd.node.kubernetes.io/feature-labels=n2
+label feature.node.kubernetes.io/n2=true
+label kubernetes.io/hostname=node2"
+# as upstream: capacity is added, allocatable is the kubelet's to fill in
+testing "extended resource on status: capacity" \
+	"k8s_ctl get /api/v1/nodes/node1 | python3 -c 'import json,sys; s=json.load(sys.stdin)[\"status\"]; print(s[\"capacity\"].get(\"vendor.example.com/widgets\"), s[\"allocatable\"].get(\"vendor.example.com/widgets\"), s[\"capacity\"][\"cpu\"])'" \
+	"4 None 4\n"
+# three per run of node1's rules (kubernetes.io, sub.kubernetes.io, *.denied.org)
+testing "denied namespaces rejected and counted" \
+	"curl -s http://127.0.0.1:$P1/metrics | awk '/^nfd_master_node_labels_rejected_total /{print (\$2 > 0 && \$2 % 3 == 0)}'" "1\n"
+testing "/metrics has the upstream names" \
+	"curl -s http://127.0.0.1:$P1/metrics | grep -oE '^(nfd_master_build_info|nfd_master_node_updates_total|nfd_master_node_update_failures_total|nfd_master_nodefeaturerule_processing_duration_seconds_count|nfd_master_nodefeaturerule_processing_errors_total)' | sort -u | wc -l" "5\n"
+testing "/healthz and /readyz" \
+	"curl -s -o /dev/null -w '%{http_code} ' http://127.0.0.1:$P1/healthz; curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$P1/readyz" "200 200"
+check "taints only with --enable-taints" hasnt node1 "taint "
+check "GC: the NodeFeature of a node that does not exist is deleted" \
+	wait_for 5 sh -c "! $K8S_CTL get $NFAPI/namespaces/$NSP/nodefeatures/ghost"
+testing "GC: the others stay" "k8s_ctl get $NFAPI/nodefeatures | python3 -c 'import json,sys; print(sorted(i[\"metadata\"][\"name\"] for i in json.load(sys.stdin)[\"items\"]))'" \
+	"['node1', 'node1-extra', 'node2']\n"
+
+# Changes: a label leaves the features -> removed; a node without change gets
+# no PATCH; a NodeFeatureRule change reaches every node.
+k8s_ctl clear-log
+put_nf vendor node1-extra node1 '{"features":{"attributes":{"kernel.version":{"elements":{"minor":"9"}}},"instances":{"pci.device":{"elements":[{"attributes":{"class":"0200","vendor":"8086"}}]}}},"labels":{"shared":"vendor"}}'
+check "a label gone from the features is removed" wait_for 10 hasnt node1 "vendor.example.com/c"
+check "... and from the bookkeeping annotation" has node1 \
+	"annotation nfd.node.kubernetes.io/feature-labels=backref,cpu-cpuid.AVX2,dyn,k8s.io/fine,kernel-major-ge-6,ok.denied.org/l,profile.node.kubernetes.io/p,shared"
+check "labels NFD never set are untouched" has node1 "label team=blue"
+testing "node2 was not patched" "k8s_ctl count patch '^/api/v1/nodes/node2'" "0\n"
+k8s_ctl clear-log
+# metadata-only change (not spec, owner references or pod uid): nothing to do
+k8s_ctl get $NFAPI/namespaces/$NSP/nodefeatures/node2 | python3 -c 'import json,sys; o=json.load(sys.stdin); o["metadata"].setdefault("annotations",{})["x"]="y"; print(json.dumps(o))' |
+	k8s_ctl put $NFAPI/namespaces/$NSP/nodefeatures/node2 - >/dev/null
+sleep 2
+testing "an object change that changes nothing: no request for the node" "k8s_ctl count '*' '^/api/v1/nodes/node2'" "0\n"
+put_rule rules-a '[{"name":"kernel","labels":{"kernel-major-ge-5":"true"},"vars":{"newkernel":"true"},
+  "matchFeatures":[{"feature":"kernel.version","matchExpressions":{"major":{"op":"Ge","value":["5"]}}}]},
+ {"name":"er","extendedResources":{"vendor.example.com/widgets":"4"},"annotations":{"vendor.example.com/note":"gpu"},
+  "taints":[{"key":"vendor.example.com/gpu","value":"true","effect":"NoSchedule"}],
+  "matchFeatures":[{"feature":"pci.device","matchExpressions":{"vendor":{"op":"In","value":["10de"]}}}]}]'
+check "NodeFeatureRule changed: every node follows" wait_for 10 has node2 "label feature.node.kubernetes.io/kernel-major-ge-5=true"
+check "... node2 also gets the back-reference" wait_for 5 has node2 "label feature.node.kubernetes.io/backref=yes"
+check "... the old rule label is gone from node1" hasnt node1 "kernel-major-ge-6"
+# a new rule on a feature the master did not keep (cpu.cpuid): it relists
+put_rule rules-c '[{"name":"avx","labels":{"avx2-rule":"true"},"matchFeatures":[{"feature":"cpu.cpuid","matchExpressions":{"AVX2":{"op":"Exists"}}}]},
+  {"name":"broken","labels":{"never":"true"},"matchFeatures":[{"feature":"kernel.version","matchExpressions":{"major":{"op":"Gt","value":["x"]}}}]},
+  {"name":"after-broken","labels":{"after-broken":"true"}}]'
+check "a rule on a feature not kept so far works (relist)" wait_for 10 has node1 "label feature.node.kubernetes.io/avx2-rule=true"
+check "a broken rule is skipped, the next one applies" has node1 "label feature.node.kubernetes.io/after-broken=true"
+check "a broken rule is logged" grep -q 'rules-c.*broken' "$W/m1.log"
+k8s_ctl delete $NFAPI/nodefeaturerules/rules-c >/dev/null
+check "NodeFeatureRule deleted: its labels go" wait_for 10 hasnt node1 "avx2-rule"
+check "... from every node" wait_for 5 hasnt node2 "after-broken"
+
+# Interop: a node labelled by an upstream master, NodeFeature in the pre-v0.15
+# format (unprefixed labels): taken over without a single PATCH.
+k8s_ctl clear-log
+put_nf $NSP node3 node3 '{"features":{"attributes":{"kernel.version":{"elements":{"major":"5"}}}},"labels":{"legacy":"1","after":"x"}}'
+put_node node3 '{"feature.node.kubernetes.io/legacy":"1","feature.node.kubernetes.io/kernel-major-ge-5":"true","feature.node.kubernetes.io/backref":"yes","feature.node.kubernetes.io/after":"x"}' \
+	'{"nfd.node.kubernetes.io/feature-labels":"after,backref,kernel-major-ge-5,legacy"}'
+sleep 3
+testing "upstream-labelled node taken over: no PATCH" "k8s_ctl count patch '^/api/v1/nodes/node3'" "0\n"
+testing "... labels as they were" "nfd_state node3 | grep -c '^label feature.node.kubernetes.io/'" "4\n"
+stop_master m1
+testing "SIGTERM: exit 0" "echo $?" "0\n"
+
+# Taints with the flag, through the restart.
+start_master m2 --enable-taints --deny-label-ns '*.denied.org'
+check "taints applied with --enable-taints" wait_for 20 has node1 "taint vendor.example.com/gpu=true:NoSchedule"
+check "... tracked in nfd.node.kubernetes.io/taints" has node1 "annotation nfd.node.kubernetes.io/taints=vendor.example.com/gpu=true:NoSchedule"
+check "... a label --extra-label-ns allowed is removed without it" hasnt node1 "ok.denied.org/l"
+stop_master m2 >/dev/null
+
+# Restart safety: the NodeFeature list is slow and fails at first. Until it is
+# complete nothing is written; then no label disappears.
+before=$(nfd_state node1)
+k8s_ctl clear-log
+k8s_ctl fault --method GET --path "^$NFAPI/nodefeatures\$" --no-watch --count 2 --status 503 >/dev/null
+k8s_ctl fault --method GET --path "^$NFAPI/nodefeatures\$" --no-watch --count 1 --delay 2500 >/dev/null
+start_master m3 --enable-taints --deny-label-ns '*.denied.org'
+ok=1
+for _ in $(seq 30); do
+	[ "$(nfd_state node1)" = "$before" ] || { ok=0; break; }
+	sleep 0.2
+done
+check "while the list is slow: node labels never change" [ $ok = 1 ]
+check "master ready after the slow list" wait_for 20 grep -q 'everything listed' "$W/m3.log"
+sleep 2
+testing "no write before the first complete list, and none after: nothing changed" \
+	"k8s_ctl log --json | python3 -c '
+import json, sys
+items = json.load(sys.stdin)
+items = items[\"items\"] if isinstance(items, dict) else items
+done = [e[\"seq\"] for e in items if e[\"path\"] == \"$NFAPI/nodefeatures\" and e[\"status\"] == 200 and not e[\"watch\"]]
+writes = [e[\"seq\"] for e in items if e[\"method\"] in (\"PATCH\", \"PUT\", \"DELETE\") and e[\"path\"].startswith(\"/api/v1/nodes\")]
+print(len(done) >= 1, [w for w in writes if not done or w < done[0]], len(writes))'" "True [] 0\n"
+testing "labels exactly as before the restart" "nfd_state node1" "$before\n"
+stop_master m3 >/dev/null
+
+# GC on node deletion: its NodeFeatures go, in every namespace.
+start_master m4
+check "m4 ready" wait_for 20 grep -q 'everything listed' "$W/m4.log"
+k8s_ctl delete /api/v1/nodes/node1 >/dev/null
+check "node deleted: its NodeFeatures are deleted" wait_for 10 sh -c \
+	"! $K8S_CTL get $NFAPI/namespaces/$NSP/nodefeatures/node1 && ! $K8S_CTL get $NFAPI/namespaces/vendor/nodefeatures/node1-extra"
+testing "... the other nodes' stay" "k8s_ctl get $NFAPI/nodefeatures | python3 -c 'import json,sys; print(sorted(i[\"metadata\"][\"name\"] for i in json.load(sys.stdin)[\"items\"]))'" \
+	"['node2', 'node3']\n"
+stop_master m4 >/dev/null
+
+# --prune: nothing of NFD's left, nothing else changed.
+nonnfd() {
+	k8s_ctl get /api/v1/nodes/$1 | python3 -c '
+import json, sys
+n = json.load(sys.stdin); md = n["metadata"]
+print(json.dumps([md.get("labels"), md.get("annotations"), n["status"], n.get("spec")], sort_keys=True))'
+}
+put_node node4 '{"keep":"me","feature.node.kubernetes.io/untracked":"stays"}' '{"keep":"me"}'
+before4=$(nonnfd node4)
+$FB nfd-master --kubeconfig $S/kubeconfig-admin --config $W/none.conf --prune >$W/prune.log 2>&1
+testing "--prune exits 0" "echo $?" "0\n"
+testing "--prune: no NFD label, annotation, extended resource or taint left" \
+	"for n in node2 node3; do nfd_state \$n | grep -E 'feature.node.kubernetes.io/|nfd.node.kubernetes.io|vendor.example.com'; done; echo end" "end\n"
+testing "--prune: everything else as it was" "nonnfd node4" "$before4\n"
+testing "--prune: non-NFD labels of pruned nodes stay" "nfd_state node2" "label kubernetes.io/hostname=node2\n"
+
+# Leader election: two masters with their own users; one writes.
+for u in ma mb; do
+	k8s_ctl rotate-token $u >/dev/null
+	printf '[{"verbs":["*"],"resources":["*"]}]' | k8s_ctl set-rules $u - >/dev/null
+	sed "s|^\( *\)token: .*|\1tokenFile: $S/tokens/$u|" $S/kubeconfig-admin >$W/kc-$u
+done
+grep -q tokenFile $W/kc-ma || fail "kubeconfig for the leader-election users"
+put_nf $NSP node2 node2 '{"features":{},"labels":{"le":"1"}}'
+LE='{"leaderElection":{"leaseDuration":"3s","renewDeadline":"2s","retryPeriod":"500ms"}}'
+MCONF=$W/kc-ma start_master la --enable-leader-election --options "$LE"
+check "first master leads" wait_for 10 sh -c "$K8S_CTL get /apis/coordination.k8s.io/v1/namespaces/$NSP/leases/nfd-master.nfd.kubernetes.io | grep -q holderIdentity"
+check "... and labels" wait_for 10 has node2 "label feature.node.kubernetes.io/le=1"
+MCONF=$W/kc-mb start_master lb --enable-leader-election --options "$LE"
+check "second master lists" wait_for 20 grep -q 'everything listed' "$W/lb.log"
+k8s_ctl clear-log
+put_nf $NSP node2 node2 '{"features":{},"labels":{"le":"2"}}'
+check "a change is written" wait_for 10 has node2 "label feature.node.kubernetes.io/le=2"
+testing "... by the leader only" "k8s_ctl count patch '^/api/v1/nodes/' --user mb" "0\n"
+kill -9 $pid_la
+t0=$(date +%s)
+put_nf $NSP node2 node2 '{"features":{},"labels":{"le":"3"}}'
+check "leader killed: the other takes over and writes" wait_for 15 has node2 "label feature.node.kubernetes.io/le=3"
+testing "... within the lease time (+ retry)" "[ \$(( \$(date +%s) - t0 )) -le 8 ] && echo ok" "ok\n"
+# the new leader loses the lease (its renewals fail): it stops writing
+k8s_ctl fault --path '/leases/' --user mb --count -1 --status 503 >/dev/null
+sleep 3
+k8s_ctl clear-log
+put_nf $NSP node2 node2 '{"features":{},"labels":{"le":"4"}}'
+sleep 3
+testing "a master that lost the lease writes nothing" "k8s_ctl count patch '^/api/v1/nodes/' --user mb" "0\n"
+check "... and says so" grep -qi 'lost' "$W/lb.log"
+k8s_ctl clear-faults >/dev/null
+check "it leads again once the lease is free and writes" wait_for 15 has node2 "label feature.node.kubernetes.io/le=4"
+stop_master lb >/dev/null
+
+# nfd-worker --standalone: labels its own node; no NodeFeature.
+k8s_ctl delete $NFAPI/namespaces/$NSP/nodefeatures/node2 >/dev/null
+mkdir -p "$W/fd" "$W/root"
+printf 'site=lab\nrack=r1\n' >"$W/fd/labels"
+SW="$FB nfd-worker --standalone --oneshot --kubeconfig $S/kubeconfig-node1 --node-name node1 --config $W/none.conf --host-prefix $W/root/ --features-dir $W/fd --feature-sources local --label-sources local"
+put_node node1 '{"team":"blue"}'
+testing "standalone: exit 0" "$SW 2>$W/sw.log; echo \$?" "0\n"
+testing "standalone: labels and bookkeeping on its own Node" "nfd_state node1" \
+"annotation nfd.node.kubernetes.io/feature-labels=rack,site
+label feature.node.kubernetes.io/rack=r1
+label feature.node.kubernetes.io/site=lab
+label team=blue"
+printf 'site=lab\n' >"$W/fd/labels"
+testing "standalone: a stale label is removed" "$SW 2>>$W/sw.log; nfd_state node1" \
+"annotation nfd.node.kubernetes.io/feature-labels=site
+label feature.node.kubernetes.io/site=lab
+label team=blue"
+testing "standalone: no NodeFeature object" "k8s_ctl count create '^$NFAPI/'; k8s_ctl get $NFAPI/nodefeatures | python3 -c 'import json,sys; print(len(json.load(sys.stdin)[\"items\"]))'" "0\n1\n"
+done_testing
