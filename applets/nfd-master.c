@@ -186,6 +186,8 @@ struct nfr {                   /* one NodeFeatureRule object */
 	char *name;
 	uint64_t hash;
 	struct rules *rules;
+	char **dyn;                    /* features of "@..." output values, as kept-set entries */
+	size_t n_dyn;
 	int seen, errors_logged;
 };
 
@@ -298,9 +300,40 @@ static int str_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int ref_wanted(const struct master *m, const char *feature)
+/* The kept set is sorted strings: "feature" (every element) or
+ * "feature\nelement" (that element; of instances, that attribute). */
+static int ref_has(const struct master *m, const char *ref)
 {
-	return m->n_refs && bsearch(&feature, m->refs, m->n_refs, sizeof(char *), str_cmp) != NULL;
+	return m->n_refs && bsearch(&ref, m->refs, m->n_refs, sizeof(char *), str_cmp) != NULL;
+}
+
+static int ref_elem(const struct master *m, const char *feature, const char *element)
+{
+	char buf[512];
+
+	return snprintf(buf, sizeof(buf), "%s\n%s", feature, element) < (int)sizeof(buf) && ref_has(m, buf);
+}
+
+/* 0: the rules never look at feature; 1: at all of it; 2: at some elements */
+static int ref_mode(const struct master *m, const char *feature)
+{
+	char buf[512];
+	size_t lo = 0, hi = m->n_refs, n;
+
+	if (ref_has(m, feature))
+		return 1;
+	n = (size_t)snprintf(buf, sizeof(buf), "%s\n", feature);
+	if (n >= sizeof(buf))
+		return 1;
+	while (lo < hi) { /* the first entry >= "feature\n" */
+		size_t mid = (lo + hi) / 2;
+
+		if (strcmp(m->refs[mid], buf) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < m->n_refs && strncmp(m->refs[lo], buf, n) == 0 ? 2 : 0;
 }
 
 struct refs_acc {
@@ -309,9 +342,10 @@ struct refs_acc {
 	int nomem;
 };
 
-static void refs_add(void *ctx, const char *feature)
+static void refs_add(void *ctx, const char *feature, const char *element)
 {
 	struct refs_acc *a = ctx;
+	size_t fl = strlen(feature), el = element ? strlen(element) : 0;
 
 	if (a->nomem)
 		return;
@@ -324,14 +358,20 @@ static void refs_add(void *ctx, const char *feature)
 		}
 		a->v = v;
 	}
-	if (!(a->v[a->n] = strdup(feature)))
+	if (!(a->v[a->n] = malloc(fl + el + 2))) {
 		a->nomem = 1;
-	else
-		a->n++;
+		return;
+	}
+	memcpy(a->v[a->n], feature, fl + 1);
+	if (element) {
+		a->v[a->n][fl] = '\n';
+		memcpy(a->v[a->n] + fl + 1, element, el + 1);
+	}
+	a->n++;
 }
 
-/* "@domain.feature.element" -> "domain.feature" */
-static void refs_add_dynamic(struct refs_acc *a, const char *value)
+/* "@domain.feature.element" -> element of "domain.feature" */
+static void refs_add_dynamic(struct refs_acc *a, const char *value, int whole)
 {
 	char buf[256];
 	char *dot;
@@ -340,7 +380,18 @@ static void refs_add_dynamic(struct refs_acc *a, const char *value)
 		return;
 	if ((dot = strchr(buf, '.')) && (dot = strchr(dot + 1, '.'))) {
 		*dot = '\0';
-		refs_add(a, buf);
+		refs_add(a, buf, whole ? NULL : dot + 1);
+	}
+}
+
+static void refs_rule_values(struct refs_acc *a, const struct json *spec)
+{
+	/* rule outputs may be "@..." lookups too */
+	for (const struct json *r = json_child(json_get(spec, "rules")); r; r = json_next(r)) {
+		for (const struct json *c = json_child(json_get(r, "labels")); c; c = json_next(c))
+			refs_add_dynamic(a, json_str(c), 0);
+		for (const struct json *c = json_child(json_get(r, "extendedResources")); c; c = json_next(c))
+			refs_add_dynamic(a, json_str(c), 0);
 	}
 }
 
@@ -351,8 +402,11 @@ static int refs_update(struct master *m)
 	struct refs_acc a = { 0 };
 	int grew = 0;
 
-	for (size_t i = 0; i < m->n_nfrs; i++)
+	for (size_t i = 0; i < m->n_nfrs; i++) {
 		rules_refs(m->nfrs[i]->rules, refs_add, &a);
+		for (size_t j = 0; j < m->nfrs[i]->n_dyn; j++)
+			refs_add(&a, m->nfrs[i]->dyn[j], NULL);
+	}
 	if (a.nomem) {
 		for (size_t i = 0; i < a.n; i++)
 			free(a.v[i]);
@@ -370,9 +424,20 @@ static int refs_update(struct master *m)
 		}
 		a.v[u++] = a.v[i];
 	}
-	for (size_t i = 0; i < u; i++)
-		if (strcmp(a.v[i], "rule.matched") != 0 && !ref_wanted(m, a.v[i]))
+	for (size_t i = 0; i < u && !grew; i++) {
+		char *nl = strchr(a.v[i], '\n');
+
+		if (strncmp(a.v[i], "rule.matched", 12) == 0 && (!a.v[i][12] || a.v[i][12] == '\n'))
+			continue;
+		if (nl) {
+			*nl = '\0';
+			grew = !ref_has(m, a.v[i]);
+			*nl = '\n';
+		} else {
 			grew = 1;
+		}
+		grew = grew && !ref_has(m, a.v[i]);
+	}
 	for (size_t i = 0; i < m->n_refs; i++)
 		free(m->refs[i]);
 	free(m->refs);
@@ -385,6 +450,41 @@ static int refs_update(struct master *m)
 
 static const char *const kinds[] = { "flags", "attributes", "instances" };
 
+/* Copies feature c (a {"elements": ...} set) keeping only the elements,
+ * or of instances the attributes, the rules name. Owned, NULL on ENOMEM. */
+static struct json *keep_some(const struct master *m, int kind, const char *feature, const struct json *c)
+{
+	struct json *out = json_new_object(), *el = kind == 2 ? json_new_array() : json_new_object();
+
+	if (!out || !el || json_set_take(out, "elements", el) < 0) {
+		json_free(el);
+		json_free(out);
+		return NULL;
+	}
+	for (const struct json *e = json_child(json_get(c, "elements")); e; e = json_next(e)) {
+		if (kind != 2) {
+			if (ref_elem(m, feature, json_key(e)) && json_set_take(el, json_key(e), json_dup(e)) < 0)
+				goto nomem;
+			continue;
+		}
+		/* every instance stays (their number matters), with the named attributes */
+		struct json *inst = json_new_object(), *attrs = json_new_object();
+
+		if (!inst || !attrs || json_set_take(inst, "attributes", attrs) < 0 || json_append_take(el, inst) < 0) {
+			json_free(attrs);
+			json_free(inst);
+			goto nomem;
+		}
+		for (const struct json *a = json_child(json_get(e, "attributes")); a; a = json_next(a))
+			if (ref_elem(m, feature, json_key(a)) && json_set_take(attrs, json_key(a), json_dup(a)) < 0)
+				goto nomem;
+	}
+	return out;
+nomem:
+	json_free(out);
+	return NULL;
+}
+
 /* The part of a NodeFeature spec the master needs, printed. Owned. */
 static char *nf_keep(struct master *m, const struct json *spec)
 {
@@ -396,10 +496,25 @@ static char *nf_keep(struct master *m, const struct json *spec)
 	if (!keep || !feats)
 		goto out;
 	if (json_type(lab) == JSON_OBJECT) {
-		if (json_set_take(keep, "labels", json_dup(lab)) < 0)
+		struct json *kl = json_new_object();
+		size_t pl = strlen(NL_DEFAULT_NS "/");
+
+		if (!kl || json_set_take(keep, "labels", kl) < 0)
 			goto out;
-		for (const struct json *c = json_child(lab); c; c = json_next(c))
-			refs_add_dynamic(&dyn, json_str(c));
+		/* kept with the default prefix taken off (merging puts it back):
+		 * half the bytes; a prefixed key wins over the same key unprefixed */
+		for (int pass = 0; pass < 2; pass++)
+			for (const struct json *c = json_child(lab); c; c = json_next(c)) {
+				const char *k = json_key(c);
+				int prefixed = strncmp(k, NL_DEFAULT_NS "/", pl) == 0;
+
+				if (!json_str(c) || prefixed != pass)
+					continue;
+				if (json_set_str(kl, prefixed ? k + pl : k, json_str(c)) < 0)
+					goto out;
+				if (!pass || prefixed)
+					refs_add_dynamic(&dyn, json_str(c), 1);
+			}
 	}
 	for (int k = 0; k < 3; k++) {
 		const struct json *src = json_get(have, kinds[k]);
@@ -408,11 +523,16 @@ static char *nf_keep(struct master *m, const struct json *spec)
 		if (!dst || json_set_take(feats, kinds[k], dst) < 0)
 			goto out;
 		for (const struct json *c = json_child(src); c; c = json_next(c)) {
-			int want = ref_wanted(m, json_key(c));
+			int mode = ref_mode(m, json_key(c));
+			struct json *part;
 
-			for (size_t i = 0; !want && i < dyn.n; i++)
-				want = strcmp(dyn.v[i], json_key(c)) == 0;
-			if (want && json_set_take(dst, json_key(c), json_dup(c)) < 0)
+			for (size_t i = 0; mode != 1 && i < dyn.n; i++)
+				if (strcmp(dyn.v[i], json_key(c)) == 0)
+					mode = 1;
+			if (mode == 0)
+				continue;
+			part = mode == 1 ? json_dup(c) : keep_some(m, k, json_key(c), c);
+			if (json_set_take(dst, json_key(c), part) < 0)
 				goto out;
 		}
 	}
@@ -578,10 +698,20 @@ static void nf_end(struct master *m)
 
 /* ---- NodeFeatureRules --------------------------------------------------- */
 
+static void nfr_free_dyn(struct nfr *r)
+{
+	for (size_t i = 0; i < r->n_dyn; i++)
+		free(r->dyn[i]);
+	free(r->dyn);
+	r->dyn = NULL;
+	r->n_dyn = 0;
+}
+
 static void nfr_free(struct nfr *r)
 {
 	if (!r)
 		return;
+	nfr_free_dyn(r);
 	rules_free(r->rules);
 	free(r->name);
 	free(r);
@@ -647,6 +777,16 @@ static int nfr_apply(struct master *m, const struct json *obj, int deleted)
 	rules_free(r->rules);
 	r->rules = rs;
 	r->hash = h;
+	{
+		struct refs_acc a = { 0 };
+
+		refs_rule_values(&a, spec);
+		nfr_free_dyn(r);
+		r->dyn = a.v;
+		r->n_dyn = a.nomem ? 0 : a.n;
+		if (a.nomem)
+			LOG_E(&m->log, "%s: out of memory noting its \"@\" values", what);
+	}
 	r->errors_logged = 0;
 	for (size_t j = 0; j < rules_count(rs); j++)
 		if (rules_error(rs, j)) {
@@ -1455,7 +1595,7 @@ int nfd_master_main(int argc, char **argv)
 	static const double buckets[] = { 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01 };
 	struct master m;
 	struct mconf c = { .allow_overwrite = 1, .resync_ms = 3600000, .lease_ms = 15000,
-			   .renew_ms = 10000, .retry_ms = 2000, .page_size = 200 };
+			   .renew_ms = 10000, .retry_ms = 2000, .page_size = 50 };
 	const char *config = DEFAULT_CONFIG, *options = NULL, *kubeconfig = NULL, *instance = "";
 	const char *whitelist = NULL, *feature_gates = NULL;
 	struct opt_list extra = { 0 }, deny = { 0 };
@@ -1463,7 +1603,7 @@ int nfd_master_main(int argc, char **argv)
 	size_t n_extra = 0, n_deny = 0;
 	int prune_flag = 0, leader = 0, taints = 0, no_publish = 0, seen_v = 0, seen_resync = 0;
 	int seen_page = 0, first, rc, ret = 1;
-	long verbosity = 0, port = 8080, page_size = 200, parallelism = 10;
+	long verbosity = 0, port = 8080, page_size = 50, parallelism = 10;
 	long long resync = 3600000, gc_interval = 3600000;
 	struct json *file_doc = NULL, *opt_doc = NULL;
 	struct fb_errinfo ei;
@@ -1498,7 +1638,7 @@ int nfd_master_main(int argc, char **argv)
 		{ .lo = "gc-interval", .kind = OPT_DUR, .dst = &gc_interval, .min = 1000, .arg = "DUR",
 		  .help = "delete NodeFeatures of deleted nodes this often (default 1h)" },
 		{ .lo = "informer-page-size", .kind = OPT_INT, .dst = &page_size, .seen = &seen_page, .min = 0,
-		  .max = 100000, .arg = "N", .help = "list page size (default 200; 0: no paging)" },
+		  .max = 100000, .arg = "N", .help = "list page size (default 50; 0: no paging)" },
 		{ .lo = "list-page-size", .kind = OPT_INT, .dst = &page_size, .seen = &seen_page, .min = 0,
 		  .max = 100000, .arg = "N", .help = "the same as --informer-page-size" },
 		{ .lo = "nfd-api-parallelism", .kind = OPT_INT, .dst = &parallelism, .min = 1, .max = 1000,

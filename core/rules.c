@@ -2126,7 +2126,8 @@ void rules_out_free(struct rules_out *o)
 	memset(o, 0, sizeof(*o));
 }
 
-void rules_refs(const struct rules *r, void (*fn)(void *ctx, const char *feature), void *ctx)
+void rules_refs(const struct rules *r, void (*fn)(void *ctx, const char *feature, const char *element),
+		void *ctx)
 {
 	for (size_t i = 0; i < rules_count(r); i++) {
 		const struct rule *ru = &r->v[i];
@@ -2134,8 +2135,18 @@ void rules_refs(const struct rules *r, void (*fn)(void *ctx, const char *feature
 		for (size_t k = 0; k <= ru->nany; k++) {
 			const struct matcher *m = k < ru->nany ? &ru->any[k] : &ru->all;
 
-			for (size_t t = 0; t < m->n; t++)
-				fn(ctx, m->t[t].feature);
+			for (size_t t = 0; t < m->n; t++) {
+				const struct term *te = &m->t[t];
+
+				/* matchName, templates and an empty expression set look
+				 * at every element; otherwise only the named ones matter */
+				if (te->mname || ru->has_tmpl || !te->has_ex || te->nex == 0) {
+					fn(ctx, te->feature, NULL);
+					continue;
+				}
+				for (size_t e = 0; e < te->nex; e++)
+					fn(ctx, te->feature, te->ex[e].key);
+			}
 		}
 	}
 }

@@ -69,8 +69,13 @@ int rules_run(const struct rules *r, struct features *f, struct rules_out *out, 
 	      void *ctx);
 
 /* Calls fn for every feature key ("<domain>.<feature>") the compiled rules
- * match on, possibly more than once; "rule.matched" included. A caller that
- * keeps only these features of a NodeFeature loses nothing the rules see. */
-void rules_refs(const struct rules *r, void (*fn)(void *ctx, const char *feature), void *ctx);
+ * match on, possibly more than once; "rule.matched" included. element is
+ * the element (flag, attribute, or instance attribute) the rule looks at, or
+ * NULL when it may look at every element of the feature (matchName,
+ * templates, an empty expression set). A caller that keeps only these
+ * elements of a NodeFeature (every instance, with only the named
+ * attributes) loses nothing the rules see. */
+void rules_refs(const struct rules *r, void (*fn)(void *ctx, const char *feature, const char *element),
+		void *ctx);
 
 #endif

@@ -55,8 +55,9 @@ static void on_err(void *ctx, const char *what, const char *rule, const char *ms
 	++*(int *)ctx;
 }
 
-static void on_ref(void *ctx, const char *feature)
+static void on_ref(void *ctx, const char *feature, const char *element)
 {
+	(void)element;
 	if (!feature)
 		abort();
 	++*(int *)ctx;

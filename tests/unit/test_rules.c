@@ -642,11 +642,15 @@ static void test_two_lists(void)
 	features_free(&f);
 }
 
-static void count_ref(void *ctx, const char *feature)
+static void count_ref(void *ctx, const char *feature, const char *element)
 {
 	char *s = ctx;
 
 	strcat(s, feature);
+	if (element) {
+		strcat(s, ":");
+		strcat(s, element);
+	}
 	strcat(s, ",");
 }
 
@@ -655,20 +659,26 @@ static void test_api(void)
 	struct json *j = pj("[{'name': 'one', 'matchFeatures': [{'feature': 'CPU.cpuid'}],"
 			    "  'matchAny': [{'matchFeatures': [{'feature': 'pci.device'}, {'feature': 'rule.matched'}]}]},"
 			    " {'name': 'two', 'matchFeatures': [{'feature': 'x.y', 'matchExpressions': {'a': {'op': 'Bad'}}}]},"
-			    " {'matchFeatures': [{'feature': 'usb.device'}]}]");
+			    " {'matchFeatures': [{'feature': 'usb.device'}]},"
+			    " {'matchFeatures': [{'feature': 'kernel.loadedmodule', 'matchExpressions': {'kvm': {'op': 'Exists'},"
+			    "   'vfio': {'op': 'Exists'}}}, {'feature': 'pci.device', 'matchExpressions': {}}]},"
+			    " {'labelsTemplate': '{{ range .cpu.model }}v={{ .Value }}{{ end }}',"
+			    "  'matchFeatures': [{'feature': 'cpu.model', 'matchExpressions': {'family': {'op': 'Exists'}}}]}]");
 	struct rules *r;
-	char refs[256] = "";
+	char refs[512] = "";
 
 	T_INT("api: compiles", rules_compile(&r, j, RULES_NFR, "list"), 0);
-	T_INT("api: count", rules_count(r), 3);
+	T_INT("api: count", rules_count(r), 5);
 	T_STR("api: name", rules_name(r, 0), "one");
 	T_STR("api: no name is \"\"", rules_name(r, 2), "");
 	T_OK("api: good rule has no error", rules_error(r, 0) == NULL, "%s", rules_error(r, 0));
 	T_OK("api: broken rule's error", rules_error(r, 1) && strstr(rules_error(r, 1), "invalid op \"Bad\""), "%s",
 	     rules_error(r, 1));
-	T_OK("api: past the end", rules_name(r, 3) == NULL && rules_error(r, 3) == NULL, "not NULL");
+	T_OK("api: past the end", rules_name(r, 5) == NULL && rules_error(r, 5) == NULL, "not NULL");
 	rules_refs(r, count_ref, refs);
-	T_STR("api: refs (lower-cased; broken rules have none)", refs, "pci.device,rule.matched,cpu.cpuid,usb.device,");
+	T_STR("api: refs (lower-cased; broken rules have none; elements where the expressions name them)", refs,
+	      "pci.device,rule.matched,cpu.cpuid,usb.device,kernel.loadedmodule:kvm,kernel.loadedmodule:vfio,"
+	      "pci.device,cpu.model,");
 	rules_free(r);
 	rules_free(NULL);
 	json_free(j);
