@@ -29,6 +29,10 @@
  *   updates are one at a time, in small slices between watch events.
  * - restrictions.* other than allowOverwrite, NodeFeatureGroups and feature
  *   gates are not implemented (accepted in the config, logged).
+ * - Lists are paged by 50 unless --informer-page-size says otherwise
+ *   (upstream: 200): a page of 10-20 KiB NodeFeatures is about 100 KiB each
+ *   once parsed, and the page is the biggest thing the master holds.
+ * - --gc-interval is ours (upstream's nfd-gc has -gc-interval).
  */
 #include "applets.h"
 
@@ -512,8 +516,7 @@ static char *nf_keep(struct master *m, const struct json *spec)
 					continue;
 				if (json_set_str(kl, prefixed ? k + pl : k, json_str(c)) < 0)
 					goto out;
-				if (!pass || prefixed)
-					refs_add_dynamic(&dyn, json_str(c), 1);
+				refs_add_dynamic(&dyn, json_str(c), 1);
 			}
 	}
 	for (int k = 0; k < 3; k++) {
