@@ -239,12 +239,32 @@ print(json.dumps([md.get("labels"), md.get("annotations"), n["status"], n.get("s
 }
 put_node node4 '{"keep":"me","feature.node.kubernetes.io/untracked":"stays"}' '{"keep":"me"}'
 before4=$(nonnfd node4)
+# node5 as NFD left it: a label, an annotation, an extended resource and a
+# taint, all tracked, next to a foreign taint and a foreign capacity
+k8s_ctl put /api/v1/nodes/node5 - >/dev/null <<'JSON'
+{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node5",
+  "labels": {"feature.node.kubernetes.io/x": "1", "other": "o"},
+  "annotations": {"nfd.node.kubernetes.io/feature-labels": "x",
+    "nfd.node.kubernetes.io/feature-annotations": "vendor.example.com/note", "vendor.example.com/note": "n",
+    "nfd.node.kubernetes.io/extended-resources": "vendor.example.com/widgets",
+    "nfd.node.kubernetes.io/taints": "vendor.example.com/gpu=true:NoSchedule"}},
+ "spec": {"taints": [{"key": "vendor.example.com/gpu", "value": "true", "effect": "NoSchedule"},
+                     {"key": "other.example.com/t", "effect": "NoExecute"}]},
+ "status": {"capacity": {"cpu": "2", "vendor.example.com/widgets": "4", "other.example.com/r": "1"},
+            "allocatable": {"cpu": "2", "vendor.example.com/widgets": "4", "other.example.com/r": "1"}}}
+JSON
 $FB nfd-master --kubeconfig $S/kubeconfig-admin --config $W/none.conf --prune >$W/prune.log 2>&1
 testing "--prune exits 0" "echo $?" "0\n"
 testing "--prune: no NFD label, annotation, extended resource or taint left" \
 	"for n in node2 node3; do nfd_state \$n | grep -E 'feature.node.kubernetes.io/|nfd.node.kubernetes.io|vendor.example.com'; done; echo end" "end\n"
 testing "--prune: everything else as it was" "nonnfd node4" "$before4\n"
 testing "--prune: non-NFD labels of pruned nodes stay" "nfd_state node2" "label kubernetes.io/hostname=node2\n"
+testing "--prune: the tracked label, annotation, extended resource and taint go; the foreign ones stay" \
+	"nfd_state node5; k8s_ctl get /api/v1/nodes/node5 | python3 -c 'import json,sys; s=json.load(sys.stdin)[\"status\"]; print(sorted(s[\"capacity\"]), sorted(s[\"allocatable\"]))'" \
+"capacity other.example.com/r=1
+label other=o
+taint other.example.com/t=:NoExecute
+['cpu', 'other.example.com/r'] ['cpu', 'other.example.com/r']"
 
 # Leader election: two masters with their own users; one writes.
 for u in ma mb; do
