@@ -778,20 +778,16 @@ static int same_list(const struct mlist *l, const char *dom, const char *feat)
 	return strcmp(l->dom, dom) == 0 && (!feat || strcmp(l->feat, feat) == 0);
 }
 
-/* The i-th element of a list value, NULL past its end (SIZE_MAX: count). */
-static const struct elem *list_at(const struct md *m, const struct val *v, size_t i, size_t *count)
+/* The i-th element of a list value, NULL past its end. */
+static const struct elem *list_at(const struct md *m, const struct val *v, size_t i)
 {
-	size_t n = 0;
-
 	for (size_t k = 0; k < m->nl; k++) {
 		if (!same_list(&m->l[k], v->s, v->feat))
 			continue;
-		if (i < n + m->l[k].n)
-			return &m->e[m->l[k].first + i - n];
-		n += m->l[k].n;
+		if (i < m->l[k].n)
+			return &m->e[m->l[k].first + i];
+		i -= m->l[k].n;
 	}
-	if (count)
-		*count = n;
 	return NULL;
 }
 
@@ -825,10 +821,10 @@ static int lookup(struct tx *x, struct val *v, const char *key, const char *at, 
 	return tx_bad(x, "at <%.*s>: map has no entry for key \"%s\"", (int)atlen, at, key);
 }
 
+/* Go's truth: non-empty strings, maps and lists, non-zero numbers, true.
+ * A domain exists only because one of its lists does. */
 static int truth(const struct md *m, const struct val *v)
 {
-	size_t n = 0;
-
 	switch (v->k) {
 	case V_STR:
 		return v->len > 0;
@@ -838,7 +834,7 @@ static int truth(const struct md *m, const struct val *v)
 	case V_ROOT:
 		return m->nl > 0;
 	case V_LIST:
-		return list_at(m, v, 0, &n) != NULL;
+		return list_at(m, v, 0) != NULL;
 	case V_ELEM:
 		return !v->e->inst || json_child(v->e->inst) != NULL;
 	default:
@@ -1079,7 +1075,7 @@ static int call(struct tx *x, int fn, struct val *v, size_t n, struct val *res)
 				const struct elem *e = NULL;
 
 				if (v[i].i >= 0)
-					e = list_at(x->md, res, (size_t)v[i].i, NULL);
+					e = list_at(x->md, res, (size_t)v[i].i);
 				if (!e)
 					return tx_bad(x, "index: index out of range: %lld", v[i].i);
 				res->k = V_ELEM;
@@ -1213,7 +1209,7 @@ static int exec_list(struct tx *x, const struct tnode *n, const struct val *dot)
 			val_free(&v);
 			if (v.k != V_LIST)
 				return tx_bad(x, "range over a %s is not supported", kind_names[v.k]);
-			for (; rc == 0 && (e = list_at(x->md, &v, i, NULL)); i++) {
+			for (; rc == 0 && (e = list_at(x->md, &v, i)); i++) {
 				struct val ev = { .k = V_ELEM, .e = e };
 
 				rc = exec_list(x, n->body, &ev);
