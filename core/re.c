@@ -163,7 +163,9 @@ static void emit_set(struct rx *x, const struct cset *in, int neg)
 
 static int hexval(char c)
 {
-	return isdigit((unsigned char)c) ? c - '0' : isxdigit((unsigned char)c) ? tolower((unsigned char)c) - 'a' + 10 : -1;
+	unsigned char u = (unsigned char)c;
+
+	return isdigit(u) ? u - '0' : isxdigit(u) ? tolower(u) - 'a' + 10 : -1;
 }
 
 /* One escaped character after the backslash at x->p[-1]: its byte value,
@@ -229,6 +231,7 @@ static int posix_class(struct rx *x, struct cset *cs)
 /* x->p is just past '['. */
 static int bracket(struct rx *x)
 {
+	static const char nonascii[] = "non-ASCII character in a bracket expression is not supported";
 	struct cset cs = { { 0 } };
 	int neg = *x->p == '^', first = 1;
 
@@ -245,20 +248,21 @@ static int bracket(struct rx *x)
 			continue;
 		}
 		if ((unsigned char)*x->p >= 0x80)
-			return fail(x, "non-ASCII character in a bracket expression is not supported");
+			return fail(x, nonascii);
 		lo = *x->p++ == '\\' ? escape(x, &cs, &sneg) : (unsigned char)x->p[-1];
 		if (lo == -1)
 			return -1;
 		if (lo == -2) {
 			if (sneg)
-				return fail(x, "negated class (\\D \\W \\S) inside a bracket expression is not supported");
+				return fail(x, "negated class (\\D \\W \\S) inside a bracket expression is "
+					    "not supported");
 			continue;
 		}
 		hi = lo;
 		if (x->p[0] == '-' && x->p[1] && x->p[1] != ']') {
 			x->p++;
 			if ((unsigned char)*x->p >= 0x80)
-				return fail(x, "non-ASCII character in a bracket expression is not supported");
+				return fail(x, nonascii);
 			hi = *x->p++ == '\\' ? escape(x, &cs, &sneg) : (unsigned char)x->p[-1];
 			if (hi == -1)
 				return -1;
@@ -306,19 +310,48 @@ static void literal(struct rx *x, int c)
 
 #define RE_NEST 100
 
+/* What one open group holds: the most copies a repeat inside it makes
+ * (RE2 caps nested products at 1000; regcomp unrolls them), and what its
+ * alternatives are made of. musl's regexec misses matches when an anchor
+ * that fails could have been skipped, so a pattern where that can happen
+ * is refused: an anchored alternative next to one that can match empty
+ * ((^|a?), $^|b) or an optional group holding an anchor ((a?^)?, (^a)*).
+ * cur describes the alternative being read, alts the ones before it. */
+enum { A_ANCH = 1, A_SOLID = 2 };                          /* cur */
+enum { G_ANCH = 1, G_EMPTY = 2, G_BAD = 4 };               /* alts */
+
+struct grp {
+	long inner;
+	unsigned char cur, alts;
+};
+
+static void end_alt(struct grp *g)
+{
+	int anch = g->cur & A_ANCH, empty = !(g->cur & A_SOLID);
+
+	if ((anch && (g->alts & G_EMPTY)) || (empty && (g->alts & G_ANCH)))
+		g->alts |= G_BAD;
+	g->alts |= (anch ? G_ANCH : 0) | (empty ? G_EMPTY : 0);
+	g->cur = 0;
+}
+
 static int translate(struct rx *x)
 {
-	/* inner[d]: the most copies a repeat makes inside the group open at
-	 * depth d; last: those of the atom a repeat would apply to. Like RE2,
-	 * nested counts may multiply to 1000 at most (regcomp unrolls them). */
-	long inner[RE_NEST + 1] = { 1 }, last = 1, count = 1;
-	int can_repeat = 0, after_rep = 0, depth = 0;
+	static const char anchor_msg[] = "an anchor (^ $) that may be skipped (in an optional group or next "
+					 "to an alternative that can match empty) is not supported";
+	struct grp g[RE_NEST + 1] = { { 1, 0, 0 } };
+	long last = 1, count = 1;     /* copies of the atom a repeat applies to */
+	size_t anchor_at = (size_t)-1; /* where an anchor just written starts */
+	unsigned char before = 0;     /* cur before the last atom */
+	int can_repeat = 0, after_rep = 0, closed_anchor = 0, depth = 0;
 
 	while (*x->p) {
 		char c = *x->p;
 		size_t n = 1;
 
 		if (c == '*' || c == '+' || c == '?' || (c == '{' && (n = repeat_len(x->p, &count)))) {
+			long min = c == '{' ? strtol(x->p + 1, NULL, 10) : c == '+';
+
 			if (!can_repeat)
 				return fail(x, "missing argument to repetition operator");
 			if (after_rep)
@@ -327,26 +360,43 @@ static int translate(struct rx *x)
 				return fail(x, "invalid repeat count");
 			if ((last *= c == '{' ? count : 1) > 1000)
 				return fail(x, "invalid repeat count (nested repeats over 1000)");
-			inner[depth] = last > inner[depth] ? last : inner[depth];
-			put(&x->o, x->p, n);
+			if (closed_anchor && min == 0)
+				return fail(x, anchor_msg);
+			g[depth].inner = last > g[depth].inner ? last : g[depth].inner;
+			if (min == 0) /* the atom may be absent now */
+				g[depth].cur = (unsigned char)(g[depth].cur & ~A_SOLID) | (before & A_SOLID);
+			if (anchor_at == (size_t)-1) {
+				put(&x->o, x->p, n);
+			} else if (min == 0) { /* a repeated anchor is itself (^+) or nothing (^*) */
+				x->o.s[x->o.len = anchor_at] = '\0';
+				g[depth].cur = before;
+			}
 			x->p += n;
 			x->p += *x->p == '?'; /* lazy: same yes/no answer */
 			after_rep = 1;
 			continue;
 		}
-		after_rep = 0;
+		after_rep = closed_anchor = 0;
 		can_repeat = 1;
 		last = 1;
+		anchor_at = (size_t)-1;
+		before = g[depth].cur;
 		x->p++;
+		if (c == '^' || c == '$' || (c == '\\' && (*x->p == 'A' || *x->p == 'z'))) {
+			if (c == '\\')
+				c = *x->p++ == 'A' ? '^' : '$';
+			g[depth].cur |= A_ANCH;
+			anchor_at = x->o.len;
+			putch(&x->o, c);
+			continue;
+		}
+		if (c != '(' && c != ')' && c != '|')
+			g[depth].cur |= A_SOLID;
 		switch (c) {
 		case '\\': {
 			struct cset cs = { { 0 } };
 			int neg = 0, v;
 
-			if (*x->p == 'A' || *x->p == 'z') {
-				putch(&x->o, *x->p++ == 'A' ? '^' : '$');
-				break;
-			}
 			if ((v = escape(x, &cs, &neg)) == -1)
 				return -1;
 			if (v == -2)
@@ -363,7 +413,7 @@ static int translate(struct rx *x)
 			can_repeat = 0;
 			if (depth == RE_NEST)
 				return fail(x, "expression nests too deeply");
-			inner[++depth] = 1;
+			g[++depth] = (struct grp){ 1, 0, 0 };
 			if (*x->p != '?') {
 				putch(&x->o, '(');
 			} else if (x->p[1] == ':') {
@@ -376,24 +426,31 @@ static int translate(struct rx *x)
 				size_t len = strcspn(x->p, ")");
 
 				snprintf(what, sizeof(what), "(%.*s)", (int)(len < 10 ? len : 10), x->p);
-				return fail_at(x, strcmp(what, "(?i)") == 0 ? "%s is only supported at the start"
-					       : "%s: flags and groups other than a leading (?i) and (?:...) are not supported",
-					    what);
+				if (strcmp(what, "(?i)") == 0)
+					return fail(x, "(?i) is only supported at the start");
+				return fail_at(x, "%s: flags and groups other than a leading (?i) and "
+						  "(?:...) are not supported", what);
 			}
 			break;
 		case '|':
 			can_repeat = 0;
+			end_alt(&g[depth]);
 			putch(&x->o, c);
 			break;
 		case ')':
 			if (depth == 0)
 				return fail(x, "unexpected )");
-			last = inner[depth--];
-			inner[depth] = last > inner[depth] ? last : inner[depth];
+			end_alt(&g[depth]);
+			if (g[depth].alts & G_BAD)
+				return fail(x, anchor_msg);
+			closed_anchor = (g[depth].alts & G_ANCH) != 0;
+			last = g[depth].inner;
+			g[depth - 1].cur |= closed_anchor ? A_ANCH : 0;
+			g[depth - 1].cur |= g[depth].alts & G_EMPTY ? 0 : A_SOLID;
+			depth--;
+			g[depth].inner = last > g[depth].inner ? last : g[depth].inner;
 			putch(&x->o, c);
 			break;
-		case '^':
-		case '$':
 		case ']':
 			putch(&x->o, c);
 			break;
@@ -406,7 +463,10 @@ static int translate(struct rx *x)
 		if (x->failed)
 			return -1;
 	}
-	return depth ? fail(x, "missing closing )") : 0;
+	if (depth)
+		return fail(x, "missing closing )");
+	end_alt(&g[0]);
+	return g[0].alts & G_BAD ? fail(x, anchor_msg) : 0;
 }
 
 int re_compile(regex_t *re, const char *pattern, int cflags, char *err, size_t errsize)

@@ -5,14 +5,17 @@
  *
  * Translated: \d \D \w \W \s \S (also inside bracket expressions, where the
  * negated ones are refused), [[:word:]], escaped punctuation, \t \n \r \f \v
- * \a \xHH (ASCII), \A and \z, a leading (?i) (REG_ICASE), (?:...) as (...),
+ * \a \xHH (ASCII), \A and \z, a leading (?i) (REG_ICASE: ASCII letters), (?:...) as (...),
  * lazy quantifiers (*? +? ?? {n,m}?: a yes/no match does not depend on
- * laziness), '.' as "any byte but newline" (RE2 without (?s)). Matching is
- * unanchored, as Go's MatchString. Refused: any other (?flags), named and
- * look-around groups, \b \B \p \P \Q \C, back-references and octal escapes,
- * non-ASCII bytes inside brackets, nested repetition (a**), a repetition
- * with nothing to repeat. Bytes, not runes: '.' matches one byte of a
- * multi-byte UTF-8 character. */
+ * laziness), a repeated anchor (^+ is ^, ^* nothing), '.' as "any byte but
+ * newline" (RE2 without (?s)). Matching is unanchored, as Go's
+ * MatchString. Refused: any other (?flags), named and look-around groups,
+ * \b \B \p \P \Q \C, back-references and octal escapes, non-ASCII bytes
+ * inside brackets, nested repetition (a**), a repetition with nothing to
+ * repeat, repeat counts over 1000 (also multiplied through nesting), and an
+ * anchor that a match may skip ((^|a?)b, (a?^)?, $^|x): musl's regexec gets
+ * those wrong. Bytes, not runes: '.' matches one byte of a multi-byte UTF-8
+ * character. */
 #ifndef FB_RE_H
 #define FB_RE_H
 

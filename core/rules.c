@@ -272,7 +272,8 @@ static int num_cmp(const struct num *a, const struct num *b)
 
 enum { TN_TEXT, TN_PRINT, TN_IF, TN_RANGE };
 enum { TA_FIELD, TA_DOT, TA_STR, TA_INT, TA_BOOL, TA_PIPE };
-enum { F_NONE, F_LOWER, F_UPPER, F_TRIM, F_REPLACE, F_PRINTF, F_EQ, F_NE, F_NOT, F_AND, F_OR, F_INDEX, F_COUNT };
+enum { F_NONE, F_LOWER, F_UPPER, F_TRIM, F_REPLACE, F_PRINTF, F_EQ, F_NE, F_NOT, F_AND, F_OR, F_INDEX,
+       F_COUNT };
 
 static const char *const fn_names[F_COUNT] = { "", "lower", "upper", "trim", "replace", "printf",
 					       "eq", "ne", "not", "and", "or", "index" };
@@ -427,7 +428,8 @@ static int lex(struct tp *t, struct tok *k)
 			return tp_bad(t, "number literals other than integers are not supported");
 		break;
 	default:
-		if (isdigit((unsigned char)*p) || ((*p == '-' || *p == '+') && isdigit((unsigned char)p[1]))) {
+		if (isdigit((unsigned char)*p) ||
+		    ((*p == '-' || *p == '+') && isdigit((unsigned char)p[1]))) {
 			k->k = K_NUM;
 			for (p++; isdigit((unsigned char)*p); p++)
 				;
@@ -499,8 +501,8 @@ static int parse_operand(struct tp *t, const struct tok *k, struct targ *a)
 			return 0;
 		}
 		if (k->k == K_IDENT)
-			return tp_bad(t, "\"%.*s\" as an argument is not supported (call functions in parentheses)",
-				      (int)k->len, k->s);
+			return tp_bad(t, "\"%.*s\" as an argument is not supported (call functions in "
+				      "parentheses)", (int)k->len, k->s);
 		return tp_bad(t, "unexpected \"%.*s\" in operand", (int)(k->len ? k->len : 2), k->s);
 	}
 }
@@ -542,7 +544,8 @@ static int parse_pipe(struct tp *t, const struct tok *first, int closer, struct 
 				return rc;
 			c->na = 1;
 			if ((rc = lex(t, &k)) >= 0 && k.k != closer && k.k != K_PIPE)
-				return tp_bad(t, "unexpected \"%.*s\" after an operand", (int)(k.len ? k.len : 2), k.s);
+				return tp_bad(t, "unexpected \"%.*s\" after an operand",
+					      (int)(k.len ? k.len : 2), k.s);
 		}
 		if (rc < 0)
 			return rc;
@@ -581,18 +584,21 @@ static int parse_body(struct tp *t, struct tnode *n)
 			n = m;
 			continue;
 		}
-		if (rc == T_ELSE)
-			rc = (rc = parse_list(t, &n->alt, &elif)) == T_END ? T_END : rc == T_EOF ? T_EOF : rc < 0 ? rc : T_ELSE;
+		if (rc == T_ELSE && (rc = parse_list(t, &n->alt, &elif)) != T_END && rc >= 0)
+			rc = T_ELSE; /* an else or else if after the else */
 		if (rc == T_END || rc < 0)
 			return rc < 0 ? rc : 0;
-		return tp_bad(t, rc == T_ELSEIF ? "\"else if\" inside range is not supported" : "missing {{end}}");
+		if (rc == T_ELSEIF && n->kind == TN_RANGE)
+			return tp_bad(t, "\"else if\" inside range is not supported");
+		return tp_bad(t, "missing {{end}}");
 	}
 }
 
 /* One action after "{{": 0 with *out set, or a T_ terminator. */
 static int parse_action(struct tp *t, struct tnode **out, struct tcmd **elif)
 {
-	static const char *const unsupported[] = { "with", "define", "template", "block", "break", "continue", "nil" };
+	static const char *const unsupported[] = { "with", "define", "template", "block", "break", "continue",
+						   "nil" };
 	struct tnode *n;
 	struct tok k;
 	int rc;
@@ -772,20 +778,16 @@ static int same_list(const struct mlist *l, const char *dom, const char *feat)
 	return strcmp(l->dom, dom) == 0 && (!feat || strcmp(l->feat, feat) == 0);
 }
 
-/* The i-th element of a list value, NULL past its end (SIZE_MAX: count). */
-static const struct elem *list_at(const struct md *m, const struct val *v, size_t i, size_t *count)
+/* The i-th element of a list value, NULL past its end. */
+static const struct elem *list_at(const struct md *m, const struct val *v, size_t i)
 {
-	size_t n = 0;
-
 	for (size_t k = 0; k < m->nl; k++) {
 		if (!same_list(&m->l[k], v->s, v->feat))
 			continue;
-		if (i < n + m->l[k].n)
-			return &m->e[m->l[k].first + i - n];
-		n += m->l[k].n;
+		if (i < m->l[k].n)
+			return &m->e[m->l[k].first + i];
+		i -= m->l[k].n;
 	}
-	if (count)
-		*count = n;
 	return NULL;
 }
 
@@ -819,10 +821,10 @@ static int lookup(struct tx *x, struct val *v, const char *key, const char *at, 
 	return tx_bad(x, "at <%.*s>: map has no entry for key \"%s\"", (int)atlen, at, key);
 }
 
+/* Go's truth: non-empty strings, maps and lists, non-zero numbers, true.
+ * A domain exists only because one of its lists does. */
 static int truth(const struct md *m, const struct val *v)
 {
-	size_t n = 0;
-
 	switch (v->k) {
 	case V_STR:
 		return v->len > 0;
@@ -832,7 +834,7 @@ static int truth(const struct md *m, const struct val *v)
 	case V_ROOT:
 		return m->nl > 0;
 	case V_LIST:
-		return list_at(m, v, 0, &n) != NULL;
+		return list_at(m, v, 0) != NULL;
 	case V_ELEM:
 		return !v->e->inst || json_child(v->e->inst) != NULL;
 	default:
@@ -873,7 +875,8 @@ static int need_str(struct tx *x, const char *fn, const struct val *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		if (v[i].k != V_STR)
-			return tx_bad(x, "%s: wrong type for value; expected string; got %s", fn, kind_names[v[i].k]);
+			return tx_bad(x, "%s: wrong type for value; expected string; got %s", fn,
+				      kind_names[v[i].k]);
 	return 0;
 }
 
@@ -1028,8 +1031,11 @@ static int call(struct tx *x, int fn, struct val *v, size_t n, struct val *res)
 		while (fn == F_TRIM && len && isspace((unsigned char)s[len - 1]))
 			len--;
 		put(&o, s, len);
-		for (size_t i = 0; fn != F_TRIM && !o.oom && i < o.len; i++)
-			o.s[i] = (char)(fn == F_LOWER ? tolower((unsigned char)o.s[i]) : toupper((unsigned char)o.s[i]));
+		for (size_t i = 0; fn != F_TRIM && !o.oom && i < o.len; i++) {
+			unsigned char ch = (unsigned char)o.s[i];
+
+			o.s[i] = (char)(fn == F_LOWER ? tolower(ch) : toupper(ch));
+		}
 		break;
 	}
 	case F_REPLACE:
@@ -1066,15 +1072,18 @@ static int call(struct tx *x, int fn, struct val *v, size_t n, struct val *res)
 		v[0].own = NULL;
 		for (size_t i = 1; i < n; i++) {
 			if (res->k == V_LIST && v[i].k == V_INT) {
-				const struct elem *e = v[i].i >= 0 ? list_at(x->md, res, (size_t)v[i].i, NULL) : NULL;
+				const struct elem *e = NULL;
 
+				if (v[i].i >= 0)
+					e = list_at(x->md, res, (size_t)v[i].i);
 				if (!e)
 					return tx_bad(x, "index: index out of range: %lld", v[i].i);
 				res->k = V_ELEM;
 				res->e = e;
 			} else if (res->k == V_STR || res->k == V_LIST || v[i].k != V_STR) {
 				val_free(res);
-				return tx_bad(x, "index: cannot index a %s with a %s", kind_names[res->k], kind_names[v[i].k]);
+				return tx_bad(x, "index: cannot index a %s with a %s", kind_names[res->k],
+					      kind_names[v[i].k]);
 			} else if (lookup(x, res, v[i].s, "index", 5, 1) < 0) {
 				return -FB_EINVAL;
 			}
@@ -1092,7 +1101,8 @@ static int call(struct tx *x, int fn, struct val *v, size_t n, struct val *res)
 }
 
 /* One command; piped (owned, may be NULL) is the value from the left. */
-static int eval_cmd(struct tx *x, const struct tcmd *c, const struct val *dot, struct val *piped, struct val *res)
+static int eval_cmd(struct tx *x, const struct tcmd *c, const struct val *dot, struct val *piped,
+		    struct val *res)
 {
 	struct val v[TMPL_ARGS + 1];
 	size_t n = 0, total = c->na + (piped != NULL);
@@ -1103,7 +1113,8 @@ static int eval_cmd(struct tx *x, const struct tcmd *c, const struct val *dot, s
 	if (c->fn == F_NONE) {
 		if (piped) {
 			val_free(piped);
-			return tx_bad(x, "can't give argument to non-function %.*s", (int)c->a[0].len, c->a[0].s);
+			return tx_bad(x, "can't give argument to non-function %.*s", (int)c->a[0].len,
+				      c->a[0].s);
 		}
 		return eval_arg(x, &c->a[0], dot, res);
 	}
@@ -1168,7 +1179,8 @@ static int exec_list(struct tx *x, const struct tnode *n, const struct val *dot)
 			else if (v.k == V_BOOL)
 				put(x->out, v.i ? "true" : "false", v.i ? 4 : 5);
 			else
-				rc = tx_bad(x, "printing a %s is not supported (range over it)", kind_names[v.k]);
+				rc = tx_bad(x, "printing a %s is not supported (range over it)",
+					    kind_names[v.k]);
 			val_free(&v);
 			break;
 		case TN_IF:
@@ -1197,7 +1209,7 @@ static int exec_list(struct tx *x, const struct tnode *n, const struct val *dot)
 			val_free(&v);
 			if (v.k != V_LIST)
 				return tx_bad(x, "range over a %s is not supported", kind_names[v.k]);
-			for (; rc == 0 && (e = list_at(x->md, &v, i, NULL)); i++) {
+			for (; rc == 0 && (e = list_at(x->md, &v, i)); i++) {
 				struct val ev = { .k = V_ELEM, .e = e };
 
 				rc = exec_list(x, n->body, &ev);
@@ -1285,8 +1297,9 @@ static int eval(const struct expr *e, int valid, const char *value, char *msg)
 	}
 	memset(&n, 0, sizeof(n));
 	if (e->version ? parse_version(value, &n) < 0 : parse_int(value, &n.v[0]) < 0)
-		return msgf(msg, "%s %s: value \"%.40s\" of %s is not %s", e->key ? "matchExpressions" : "matchName",
-			    op_names[e->op], value, e->key ? e->key : "a name", e->version ? "a version" : "an integer");
+		return msgf(msg, "%s %s: value \"%.40s\" of %s is not %s",
+			    e->key ? "matchExpressions" : "matchName", op_names[e->op], value,
+			    e->key ? e->key : "a name", e->version ? "a version" : "an integer");
 	c0 = num_cmp(&n, &e->num[0]);
 	c1 = num_cmp(&n, &e->num[1]);
 	switch (e->op) {
@@ -1538,8 +1551,8 @@ static long split_lines(struct buf *b, const char *what, char *msg)
 		if (s == e)
 			continue;
 		if (!(eq = memchr(s, '=', (size_t)(e - s))))
-			return msgf(msg, "%s: missing value in expanded template line \"%.*s\" (format must be "
-				    "'<key>=<value>')", what, (int)(e - s > 60 ? 60 : e - s), s);
+			return msgf(msg, "%s: missing value in expanded template line \"%.*s\" (format "
+				    "must be '<key>=<value>')", what, (int)(e - s > 60 ? 60 : e - s), s);
 		memmove(w, s, (size_t)(e - s));
 		w[eq - s] = '\0';
 		w[e - s] = '\0';
@@ -1613,7 +1626,8 @@ static int apply(struct run *rn, const struct rule *ru, struct features *f, stru
 
 		if (!t)
 			return -FB_ENOMEM;
-		if (json_set_str(t, "key", ru->taints.k[i]) < 0 || (*value && json_set_str(t, "value", value) < 0) ||
+		if (json_set_str(t, "key", ru->taints.k[i]) < 0 ||
+		    (*value && json_set_str(t, "value", value) < 0) ||
 		    json_set_str(t, "effect", effect) < 0) {
 			json_free(t);
 			return -FB_ENOMEM;
@@ -1758,7 +1772,8 @@ static int values(struct cc *c, const struct json *j, struct expr *e, const char
 	return 0;
 }
 
-static int compile_expr(struct cc *c, struct expr *e, const char *key, const struct json *j, const char *where)
+static int compile_expr(struct cc *c, struct expr *e, const char *key, const struct json *j,
+			const char *where)
 {
 	static const signed char want[OP_COUNT] = { 0, -1, -1, -1, 0, 0, 1, 1, 1, 1, 2, 2, 0, 0 };
 	const char *op = "", *type = "";
@@ -1795,7 +1810,8 @@ static int compile_expr(struct cc *c, struct expr *e, const char *key, const str
 		return bad(c, "%s: unsupported type \"%s\" (only \"version\")", where, type);
 	e->version = *type != '\0';
 	for (size_t i = 0; i < e->n && e->op >= OP_GT && e->op <= OP_GELE; i++)
-		if (e->version ? parse_version(e->val[i], &e->num[i]) < 0 : parse_int(e->val[i], &e->num[i].v[0]) < 0)
+		if (e->version ? parse_version(e->val[i], &e->num[i]) < 0
+			       : parse_int(e->val[i], &e->num[i].v[0]) < 0)
 			return bad(c, "%s: op %s: \"%s\" is not %s", where, op, e->val[i],
 				   e->version ? "a version" : "an integer");
 	if (e->n == 2 && e->op >= OP_GTLT && e->op <= OP_GELE && num_cmp(&e->num[0], &e->num[1]) >= 0)
@@ -1810,7 +1826,8 @@ static int compile_expr(struct cc *c, struct expr *e, const char *key, const str
 			if (!x)
 				return -FB_ENOMEM;
 			if ((rc = re_compile(&x->re, e->val[i], REG_NOSUB, why, sizeof(why))) < 0)
-				return rc == -FB_EINVAL ? bad(c, "%s: invalid regexp \"%s\": %s", where, e->val[i], why) : rc;
+				return rc != -FB_EINVAL ? rc
+					: bad(c, "%s: invalid regexp \"%s\": %s", where, e->val[i], why);
 			x->next = c->r->rx;
 			c->r->rx = x;
 			e->re[i] = &x->re;
@@ -1873,7 +1890,8 @@ static int compile_set(struct cc *c, struct term *t, const struct json *j, const
 		return bad(c, "%s: matchExpressions must be a map", where);
 	for (const struct json *v = json_child(j); v && rc == 0; v = json_next(v)) {
 		if (c->d == RULES_NFR && !given(v))
-			return bad(c, "%s: matchExpressions \"%s\": expression must be an object", where, json_key(v));
+			return bad(c, "%s: matchExpressions \"%s\": expression must be an object", where,
+				   json_key(v));
 		rc = add_expr(c, t, json_key(v), v, where);
 	}
 	return rc;
@@ -1936,6 +1954,13 @@ static int compile_matcher(struct cc *c, struct matcher *m, const struct json *j
 	return 0;
 }
 
+static int kvs_alloc(struct cc *c, struct kvs *kv, size_t n)
+{
+	kv->k = ar_alloc(&c->r->ar, n * sizeof(*kv->k));
+	kv->v = ar_alloc(&c->r->ar, n * sizeof(*kv->v));
+	return kv->k && kv->v ? 0 : -FB_ENOMEM;
+}
+
 /* A map of strings (null values are "", as Go decodes them). */
 static int compile_kvs(struct cc *c, struct kvs *kv, const struct json *j, const char *where)
 {
@@ -1945,12 +1970,14 @@ static int compile_kvs(struct cc *c, struct kvs *kv, const struct json *j, const
 		return 0;
 	if (json_type(j) != JSON_OBJECT)
 		return bad(c, "%s must be a map", where);
-	if (!(kv->k = ar_alloc(&c->r->ar, n * sizeof(*kv->k))) || !(kv->v = ar_alloc(&c->r->ar, n * sizeof(*kv->v))))
+	if (kvs_alloc(c, kv, n) < 0)
 		return -FB_ENOMEM;
 	for (const struct json *v = json_child(j); v; v = json_next(v), kv->n++) {
 		if (given(v) && !json_str(v))
 			return bad(c, "%s: value of \"%s\" must be a string", where, json_key(v));
-		if (!(kv->k[kv->n] = copy(c, json_key(v))) || !(kv->v[kv->n] = copy(c, given(v) ? json_str(v) : "")))
+		kv->k[kv->n] = copy(c, json_key(v));
+		kv->v[kv->n] = copy(c, given(v) ? json_str(v) : "");
+		if (!kv->k[kv->n] || !kv->v[kv->n])
 			return -FB_ENOMEM;
 	}
 	return 0;
@@ -1964,7 +1991,7 @@ static int compile_taints(struct cc *c, struct kvs *kv, const struct json *j)
 		return 0;
 	if (json_type(j) != JSON_ARRAY)
 		return bad(c, "taints must be a list");
-	if (!(kv->k = ar_alloc(&c->r->ar, n * sizeof(*kv->k))) || !(kv->v = ar_alloc(&c->r->ar, n * sizeof(*kv->v))))
+	if (kvs_alloc(c, kv, n) < 0)
 		return -FB_ENOMEM;
 	for (const struct json *t = json_child(j); t; t = json_next(t), kv->n++) {
 		const char *key = json_get_str(t, "key", NULL), *effect = json_get_str(t, "effect", NULL);
@@ -1983,7 +2010,8 @@ static int compile_taints(struct cc *c, struct kvs *kv, const struct json *j)
 	return 0;
 }
 
-static int compile_tmpl(struct cc *c, struct rule *ru, struct tnode **out, const struct json *j, const char *what)
+static int compile_tmpl(struct cc *c, struct rule *ru, struct tnode **out, const struct json *j,
+			const char *what)
 {
 	if (!given(j))
 		return 0;
