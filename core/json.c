@@ -523,6 +523,23 @@ int json_set_str(struct json *obj, const char *key, const char *s)
 	return json_set_take(obj, key, json_new_string(s));
 }
 
+int json_add_take(struct json *obj, const char *key, struct json *val)
+{
+	cJSON *o = cj(obj), *v = cj(val);
+
+	if (!v)
+		return -FB_ENOMEM;
+	if (json_type(obj) != JSON_OBJECT || !key || v == o) {
+		cJSON_Delete(v);
+		return -FB_EINVAL;
+	}
+	if (!cJSON_AddItemToObject(o, key, v)) {
+		cJSON_Delete(v);
+		return -FB_ENOMEM;
+	}
+	return 0;
+}
+
 int json_append_take(struct json *arr, struct json *val)
 {
 	cJSON *a = cj(arr), *v = cj(val);

@@ -63,6 +63,11 @@ struct json *json_new_null(void);
 int json_set_take(struct json *obj, const char *key, struct json *val);
 int json_set_str(struct json *obj, const char *key, const char *s);
 int json_append_take(struct json *arr, struct json *val);
+/* Appends a member without first looking for one of that name, as
+ * json_set_take does by walking every member: for building large objects
+ * whose names the caller knows to be distinct (a name added twice is kept
+ * twice). val is taken. */
+int json_add_take(struct json *obj, const char *key, struct json *val);
 /* Removes a member (no-op when absent). */
 void json_remove(struct json *obj, const char *key);
 /* Deep copy, owned by the caller. */

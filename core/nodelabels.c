@@ -57,6 +57,7 @@
 #include "kube.h"
 #include "labels.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +146,145 @@ static int sorted_keys(const struct json *obj, const char ***out, size_t *n)
 	*n = i;
 	qsort(*out, *n, sizeof(**out), cmp_str);
 	return 0;
+}
+
+/* Names hashed, for lookups in O(1): json_get walks an object's members
+ * comparing every name, which with a few hundred labels sharing
+ * "feature.node.kubernetes.io/" made the filter and the diff quadratic
+ * (strcmp was most of nfd-master's own CPU time). A name maps to the first
+ * thing added under it. Borrows the names and the things. */
+struct nidx {
+	struct nidx_slot {
+		const char *name; /* NULL: empty */
+		const void *val;
+		uint32_t hash;
+	} *slot;
+	size_t mask; /* slots - 1 */
+};
+
+static uint32_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h;
+}
+
+/* Room for n names. Returns 0 or -FB_ENOMEM; nidx_free is safe either way. */
+static int nidx_setup(struct nidx *x, size_t n)
+{
+	size_t size = 8;
+
+	x->slot = NULL;
+	x->mask = 0;
+	if (n == 0)
+		return 0;
+	while (size < 2 * n) /* at most half full: probe runs stay short */
+		size *= 2;
+	if (!(x->slot = calloc(size, sizeof(*x->slot))))
+		return -FB_ENOMEM;
+	x->mask = size - 1;
+	return 0;
+}
+
+static void nidx_free(struct nidx *x)
+{
+	free(x->slot);
+	x->slot = NULL;
+	x->mask = 0;
+}
+
+/* The slot holding name, or the empty one where it would go. */
+static struct nidx_slot *nidx_slot(const struct nidx *x, const char *name, uint32_t hash)
+{
+	size_t i = hash & x->mask;
+
+	while (x->slot[i].name && (x->slot[i].hash != hash || strcmp(x->slot[i].name, name) != 0))
+		i = (i + 1) & x->mask;
+	return &x->slot[i];
+}
+
+/* Adds name -> val, at most the n names of nidx_setup. Returns NULL, or
+ * when name is there already what it maps to (left as it is). */
+static const void *nidx_add(struct nidx *x, const char *name, const void *val)
+{
+	uint32_t hash = name_hash(name);
+	struct nidx_slot *sl = nidx_slot(x, name, hash);
+
+	if (sl->name)
+		return sl->val;
+	sl->name = name;
+	sl->val = val;
+	sl->hash = hash;
+	return NULL;
+}
+
+static const void *nidx_get(const struct nidx *x, const char *name)
+{
+	const struct nidx_slot *sl;
+
+	if (!x->slot)
+		return NULL;
+	sl = nidx_slot(x, name, name_hash(name));
+	return sl->name ? sl->val : NULL;
+}
+
+/* Indexes the members of obj (anything but an object has none). Of members
+ * with one name (parsed documents may repeat one) the first is found, as
+ * json_get finds it. obj must not change while x is in use. Returns 0 or
+ * -FB_ENOMEM. */
+static int nidx_members(struct nidx *x, const struct json *obj)
+{
+	if (nidx_setup(x, json_type(obj) == JSON_OBJECT ? json_count(obj) : 0) < 0)
+		return -FB_ENOMEM;
+	for (const struct json *c = json_child(obj); x->slot && c; c = json_next(c))
+		if (json_key(c))
+			nidx_add(x, json_key(c), c);
+	return 0;
+}
+
+/* The member of an nidx_members index named name, or NULL. Borrowed. */
+static const struct json *member(const struct nidx *x, const char *name)
+{
+	return nidx_get(x, name);
+}
+
+/* A member to be: name and string value, both borrowed. */
+struct kv {
+	const char *key, *value;
+	int dropped;
+};
+
+/* The object json_set_str would build from kv[0..n) one after the other,
+ * without its walk over the members for each: a name given again keeps its
+ * first place and takes the later value (kv is rewritten to say so). Owned,
+ * or NULL on allocation failure. */
+static struct json *object_of(struct kv *kv, size_t n)
+{
+	struct json *out = json_new_object();
+	struct nidx x;
+
+	if (!out || nidx_setup(&x, n) < 0) {
+		json_free(out);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct kv *first = nidx_add(&x, kv[i].key, &kv[i]);
+
+		if (first) {
+			kv[first - kv].value = kv[i].value;
+			kv[i].dropped = 1;
+		}
+	}
+	nidx_free(&x);
+	for (size_t i = 0; i < n; i++) {
+		if (!kv[i].dropped && json_add_take(out, kv[i].key, json_new_string(kv[i].value)) < 0) {
+			json_free(out);
+			return NULL;
+		}
+	}
+	return out;
 }
 
 /* A set of owned strings: added in any order, then ss_sort makes it sorted
@@ -488,30 +628,34 @@ static const char *check(const struct nl_policy *p, enum nl_kind k, const char *
 static int filter_map(const struct nl_policy *p, struct json **mapp, enum nl_kind k,
 		      const struct features *feat, const struct fb_log *lg, unsigned long *rej)
 {
-	struct json *in = *mapp, *out;
+	struct json *in = *mapp, *out = NULL;
+	size_t n = json_count(in), nkv = 0, nfull = 0;
+	struct kv *kv = n ? calloc(n, sizeof(*kv)) : NULL;
+	char **full = n ? malloc(n * sizeof(*full)) : NULL; /* owned prefixed keys */
 	char why[NL_REASON_MAX];
+	struct nidx ix;
+	int rc = -FB_ENOMEM;
 
-	if (!in)
-		return 0;
-	if (!(out = json_new_object()))
-		return -FB_ENOMEM;
+	if (nidx_members(&ix, in) < 0 || (n && (!kv || !full)))
+		goto out;
 	for (const struct json *c = json_child(in); c; c = json_next(c)) {
 		const char *key = json_key(c), *value = json_str(c), *bad = NULL;
-		char *full = NULL;
 
-		if (!strchr(key, '/')) {
-			if (!(full = malloc(strlen(NL_PREFIX) + strlen(key) + 1))) {
-				json_free(out);
-				return -FB_ENOMEM;
-			}
-			strcpy(stpcpy(full, NL_PREFIX), key);
-			if (json_get(in, full)) { /* the prefixed one wins */
-				free(full);
+		if (key && !strchr(key, '/')) {
+			char *f = malloc(strlen(NL_PREFIX) + strlen(key) + 1);
+
+			if (!f)
+				goto out;
+			strcpy(stpcpy(f, NL_PREFIX), key);
+			if (member(&ix, f)) { /* the prefixed one wins */
+				free(f);
 				continue;
 			}
-			key = full;
+			key = full[nfull++] = f;
 		}
-		if (!value)
+		if (!key)
+			bad = "not a member of an object";
+		else if (!value)
 			bad = "value is not a string";
 		else if (k != NL_ANNOTATION && value[0] == '@' &&
 			 !(value = dynamic_value(json_str(c), feat, why, sizeof(why))))
@@ -521,16 +665,23 @@ static int filter_map(const struct nl_policy *p, struct json **mapp, enum nl_kin
 		if (bad) {
 			reject(lg, k, key, json_str(c), bad);
 			(*rej)++;
-		} else if (json_set_str(out, key, value) < 0) {
-			free(full);
-			json_free(out);
-			return -FB_ENOMEM;
+		} else {
+			kv[nkv].key = key;
+			kv[nkv++].value = value;
 		}
-		free(full);
 	}
+	if (in && !(out = object_of(kv, nkv)))
+		goto out;
 	json_free(in);
 	*mapp = out;
-	return 0;
+	rc = 0;
+out:
+	while (nfull)
+		free(full[--nfull]);
+	free(full);
+	free(kv);
+	nidx_free(&ix);
+	return rc;
 }
 
 static int taint_same_slot(const struct json *a, const struct json *b)
@@ -675,47 +826,54 @@ static int op_str(struct json *ops, const char *op, const char *base, const char
 
 /* The members of desired that NFD may write, owned: with allow_overwrite
  * off, a key on the node (in have) that NFD does not track is left to its
- * owner. */
-static int writable(const struct json *desired, const struct json *have, const struct strset *tracked,
+ * owner. Returns 0 or -FB_ENOMEM. */
+static int writable(const struct json *desired, const struct nidx *have, const struct strset *tracked,
 		    int allow_overwrite, struct json **out)
 {
-	if (!(*out = json_new_object()))
+	size_t n = json_count(desired), nkv = 0;
+	struct kv *kv = n ? calloc(n, sizeof(*kv)) : NULL;
+
+	*out = NULL;
+	if (n && !kv)
 		return -FB_ENOMEM;
 	for (const struct json *c = json_child(desired); c; c = json_next(c)) {
-		if (!json_str(c))
+		if (!json_str(c) || !json_key(c))
 			continue;
-		if (!allow_overwrite && json_get(have, json_key(c)) && !ss_has(tracked, json_key(c)))
+		if (!allow_overwrite && member(have, json_key(c)) && !ss_has(tracked, json_key(c)))
 			continue;
-		if (json_set_str(*out, json_key(c), json_str(c)) < 0)
-			return -FB_ENOMEM;
+		kv[nkv].key = json_key(c);
+		kv[nkv++].value = json_str(c);
 	}
-	return 0;
+	*out = object_of(kv, nkv);
+	free(kv);
+	return *out ? 0 : -FB_ENOMEM;
 }
 
 /* What the new bookkeeping annotation lists: the keys written, and with
  * skip_removal also the tracked keys still on the node (not removed now, so
  * still NFD's to remove later). */
 static int new_tracked(struct strset *out, const struct json *want, const struct strset *old,
-		       const struct json *have, int skip_removal)
+		       const struct nidx *have, int skip_removal)
 {
 	for (const struct json *c = json_child(want); c; c = json_next(c))
 		if (ss_add(out, json_key(c)) < 0)
 			return -FB_ENOMEM;
 	for (size_t i = 0; skip_removal && i < old->n; i++)
-		if (json_get(have, old->v[i]) && ss_add(out, old->v[i]) < 0)
+		if (member(have, old->v[i]) && ss_add(out, old->v[i]) < 0)
 			return -FB_ENOMEM;
 	ss_sort(out);
 	return 0;
 }
 
 /* Ops that make the string map at base (have: the node's, NULL when it
- * has none) hold want: remove keys in rm that are there and not wanted,
- * add the missing, replace the different. A missing map is added whole:
- * adding below a missing parent fails. */
-static int map_ops(struct json *ops, const char *base, const struct json *have, const struct json *want,
-		   const struct strset *rm, int skip_removal)
+ * has none; hx its index) hold want: remove keys in rm that are there and
+ * not wanted, add the missing, replace the different, in key order. A
+ * missing map is added whole: adding below a missing parent fails. */
+static int map_ops(struct json *ops, const char *base, const struct json *have, const struct nidx *hx,
+		   const struct json *want, const struct strset *rm, int skip_removal)
 {
-	const char **keys;
+	const char **keys = NULL;
+	struct nidx wx;
 	size_t n;
 	int rc = 0;
 
@@ -729,63 +887,76 @@ static int map_ops(struct json *ops, const char *base, const struct json *have, 
 		json_sort_keys(all);
 		return op_take(ops, "add", base, NULL, all);
 	}
-	for (size_t i = 0; !skip_removal && i < rm->n; i++)
-		if (json_get(have, rm->v[i]) && !json_get(want, rm->v[i]) &&
-		    (rc = op_take(ops, "remove", base, rm->v[i], NULL)) < 0)
-			return rc;
-	if ((rc = sorted_keys(want, &keys, &n)) < 0)
-		return rc;
+	if (nidx_members(&wx, want) < 0 || sorted_keys(want, &keys, &n) < 0) {
+		nidx_free(&wx);
+		return -FB_ENOMEM;
+	}
+	for (size_t i = 0; !skip_removal && i < rm->n && rc == 0; i++)
+		if (member(hx, rm->v[i]) && !member(&wx, rm->v[i]))
+			rc = op_take(ops, "remove", base, rm->v[i], NULL);
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		const char *w = json_get_str(want, keys[i], ""), *h = json_str(json_get(have, keys[i]));
+		const char *w = json_str(member(&wx, keys[i]));
+		const struct json *h = member(hx, keys[i]);
 
-		if (!json_get(have, keys[i]))
+		if (!w)
+			w = "";
+		if (!h)
 			rc = op_str(ops, "add", base, keys[i], w);
-		else if (!h || strcmp(h, w) != 0)
+		else if (!json_str(h) || strcmp(json_str(h), w) != 0)
 			rc = op_str(ops, "replace", base, keys[i], w);
 	}
 	free(keys);
+	nidx_free(&wx);
 	return rc;
 }
 
-/* The extended resource ops for the status subresource. */
+/* The extended resource ops for the status subresource (cx, ax: the
+ * indexes of cap and alloc). */
 static int er_ops(struct json *ops, const struct json *status, const struct json *cap,
-		  const struct json *alloc, const struct json *want, const struct strset *old,
-		  int skip_removal)
+		  const struct nidx *cx, const struct nidx *ax, const struct json *want,
+		  const struct strset *old, int skip_removal)
 {
 	struct json *adds = NULL;
-	const char **keys;
+	const char **keys = NULL;
+	struct nidx wx;
 	size_t n;
 	int rc = 0;
 
-	for (size_t i = 0; !skip_removal && i < old->n; i++) {
-		if (!json_get(cap, old->v[i]) || json_get(want, old->v[i]))
-			continue;
-		if ((rc = op_take(ops, "remove", "/status/capacity", old->v[i], NULL)) < 0 ||
-		    (json_get(alloc, old->v[i]) &&
-		     (rc = op_take(ops, "remove", "/status/allocatable", old->v[i], NULL)) < 0))
-			return rc;
+	if (nidx_members(&wx, want) < 0 || sorted_keys(want, &keys, &n) < 0) {
+		nidx_free(&wx);
+		return -FB_ENOMEM;
 	}
-	if ((rc = sorted_keys(want, &keys, &n)) < 0)
-		return rc;
+	for (size_t i = 0; !skip_removal && i < old->n && rc == 0; i++) {
+		if (!member(cx, old->v[i]) || member(&wx, old->v[i]))
+			continue;
+		if ((rc = op_take(ops, "remove", "/status/capacity", old->v[i], NULL)) == 0 &&
+		    member(ax, old->v[i]))
+			rc = op_take(ops, "remove", "/status/allocatable", old->v[i], NULL);
+	}
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		const char *w = json_get_str(want, keys[i], ""), *h = json_str(json_get(cap, keys[i]));
+		const char *w = json_str(member(&wx, keys[i]));
+		const struct json *h = member(cx, keys[i]);
 
-		if (json_get(cap, keys[i])) {
-			if (h && qty_same(h, w))
+		if (!w)
+			w = "";
+		if (h) {
+			if (json_str(h) && qty_same(json_str(h), w))
 				continue;
 			rc = op_str(ops, "replace", "/status/capacity", keys[i], w);
 			/* the kubelet copies capacity to allocatable; where it has, keep them equal */
-			if (rc == 0 && json_get(alloc, keys[i]))
+			if (rc == 0 && member(ax, keys[i]))
 				rc = op_str(ops, "replace", "/status/allocatable", keys[i], w);
 		} else if (cap) {
 			rc = op_str(ops, "add", "/status/capacity", keys[i], w);
 		} else if (!adds && !(adds = json_new_object())) {
 			rc = -FB_ENOMEM;
 		} else {
-			rc = json_set_str(adds, keys[i], w);
+			/* want's names are distinct (writable made it) */
+			rc = json_add_take(adds, keys[i], json_new_string(w));
 		}
 	}
 	free(keys);
+	nidx_free(&wx);
 	if (rc == 0 && adds) {
 		if (status) {
 			rc = op_take(ops, "add", "/status/capacity", NULL, adds);
@@ -969,12 +1140,16 @@ static int diff(const struct nl_policy *p, const struct json *node, const struct
 	struct json *want_labels = NULL, *want_fanns = NULL, *want_ers = NULL, *want_anns = NULL;
 	struct json *old_taints = NULL, *taints = NULL, *meta = NULL, *st = NULL;
 	const struct json *want_taints = s ? s->taints : NULL;
+	struct nidx labels_ix = { 0 }, anns_ix = { 0 }, cap_ix = { 0 }, alloc_ix = { 0 };
 	struct nl_names nm;
 	int rc = -FB_ENOMEM, taints_changed = 0;
 
 	out->status = out->meta = NULL;
 	if (!md)
 		return -FB_EINVAL;
+	if (nidx_members(&labels_ix, labels) < 0 || nidx_members(&anns_ix, anns) < 0 ||
+	    nidx_members(&cap_ix, cap) < 0 || nidx_members(&alloc_ix, alloc) < 0)
+		goto out;
 	if (json_type(cur_taints) != JSON_ARRAY)
 		cur_taints = NULL;
 	names_init(&nm, p->instance);
@@ -998,12 +1173,12 @@ static int diff(const struct nl_policy *p, const struct json *node, const struct
 	ss_sort(&rm_anns);
 
 	/* what it will own */
-	if (writable(s ? s->labels : NULL, labels, &old_labels, p->allow_overwrite, &want_labels) < 0 ||
-	    writable(s ? s->annotations : NULL, anns, &old_fanns, p->allow_overwrite, &want_fanns) < 0 ||
-	    writable(s ? s->extended_resources : NULL, cap, &old_ers, p->allow_overwrite, &want_ers) < 0 ||
-	    new_tracked(&new_labels, want_labels, &old_labels, labels, skip_removal) < 0 ||
-	    new_tracked(&new_fanns, want_fanns, &old_fanns, anns, skip_removal) < 0 ||
-	    new_tracked(&new_ers, want_ers, &old_ers, cap, skip_removal) < 0 ||
+	if (writable(s ? s->labels : NULL, &labels_ix, &old_labels, p->allow_overwrite, &want_labels) < 0 ||
+	    writable(s ? s->annotations : NULL, &anns_ix, &old_fanns, p->allow_overwrite, &want_fanns) < 0 ||
+	    writable(s ? s->extended_resources : NULL, &cap_ix, &old_ers, p->allow_overwrite, &want_ers) < 0 ||
+	    new_tracked(&new_labels, want_labels, &old_labels, &labels_ix, skip_removal) < 0 ||
+	    new_tracked(&new_fanns, want_fanns, &old_fanns, &anns_ix, skip_removal) < 0 ||
+	    new_tracked(&new_ers, want_ers, &old_ers, &cap_ix, skip_removal) < 0 ||
 	    !(want_anns = json_dup(want_fanns)) ||
 	    set_nonempty(want_anns, nm.labels, tracked_value(&new_labels)) < 0 ||
 	    set_nonempty(want_anns, nm.ers, tracked_value(&new_ers)) < 0 ||
@@ -1017,9 +1192,10 @@ static int diff(const struct nl_policy *p, const struct json *node, const struct
 		goto out;
 	if (taints_changed && rv && op_str(meta, "test", "/metadata/resourceVersion", NULL, rv) < 0)
 		goto out;
-	if ((rc = map_ops(meta, "/metadata/labels", labels, want_labels, &old_labels, skip_removal)) < 0 ||
-	    (rc = map_ops(meta, "/metadata/annotations", anns, want_anns, &rm_anns, skip_removal)) < 0 ||
-	    (rc = er_ops(st, status, cap, alloc, want_ers, &old_ers, skip_removal)) < 0)
+	if ((rc = map_ops(meta, "/metadata/labels", labels, &labels_ix, want_labels, &old_labels,
+			  skip_removal)) < 0 ||
+	    (rc = map_ops(meta, "/metadata/annotations", anns, &anns_ix, want_anns, &rm_anns, skip_removal)) < 0 ||
+	    (rc = er_ops(st, status, cap, &cap_ix, &alloc_ix, want_ers, &old_ers, skip_removal)) < 0)
 		goto out;
 	rc = -FB_ENOMEM;
 	if (taints_changed) {
@@ -1056,6 +1232,10 @@ static int diff(const struct nl_policy *p, const struct json *node, const struct
 	}
 	rc = 0;
 out:
+	nidx_free(&labels_ix);
+	nidx_free(&anns_ix);
+	nidx_free(&cap_ix);
+	nidx_free(&alloc_ix);
 	ss_free(&old_labels);
 	ss_free(&old_fanns);
 	ss_free(&old_ers);

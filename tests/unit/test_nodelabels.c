@@ -384,6 +384,22 @@ static void test_filter_misc(void)
 		T_OK("filter: log lines cannot be forged", strstr(l, "a\\x0ab") && !strstr(l, "a\nb"), "%s", l);
 	}
 	nl_set_free(&s);
+	/* a name given twice (a parsed document may repeat one) */
+	set_from(&s, "{'labels':{'b':'1','a':'x','b':'2','F/c':'3','F/c':'4'}}");
+	T_INT("filter: repeated names", nl_filter(&p, &s, NULL, &lg, NULL), 0);
+	T_STR("filter: repeated names keep their first place and take the last value", show(s.labels),
+	      "{\"feature.node.kubernetes.io/b\":\"2\",\"feature.node.kubernetes.io/a\":\"x\","
+	      "\"feature.node.kubernetes.io/c\":\"4\"}");
+	nl_set_free(&s);
+	{
+		struct nl_rejects rej = { 0 };
+
+		set_from(&s, "{'labels':['F/a']}");
+		T_INT("filter: a map that is not an object", nl_filter(&p, &s, NULL, &lg, &rej), 0);
+		T_OK("filter: a map that is not an object: its elements rejected",
+		     rej.labels == 1 && json_count(s.labels) == 0, "%lu rejected, %s left", rej.labels, show(s.labels));
+		nl_set_free(&s);
+	}
 }
 
 /* ---- diff -------------------------------------------------------------- */
@@ -681,6 +697,68 @@ static void test_diff_misc(void)
 	json_free(node);
 }
 
+/* A node with a few hundred labels (looked up through an index, not a walk
+ * over the members), one of them repeated (the first counts, as in
+ * json_get): the ops come removes first, then adds and replaces, each in key
+ * order; they apply cleanly and leave nothing to do. */
+static void test_diff_large(void)
+{
+	size_t size = 1 << 16, nl = 0, nt = 0, ns = 0;
+	char *labels = malloc(size), *tracked = malloc(size), *set = malloc(size), *text = malloc(3 * size);
+	struct json *node, *set_j, *ops;
+	struct nl_policy p;
+	struct nl_set s = { 0 };
+	struct nl_patches pp = { 0 }, again = { 0 };
+	char err[256] = "";
+
+	/* the node: F/l000..F/l199 (F/l000..F/l149 NFD's), F/l005 again, 100 others */
+	for (int i = 0; i < 200; i++)
+		nl += (size_t)snprintf(labels + nl, size - nl, "'F/l%03d':'%s',", i, i == 5 ? "2" : "1");
+	nl += (size_t)snprintf(labels + nl, size - nl, "'F/l005':'1'");
+	for (int i = 0; i < 100; i++)
+		nl += (size_t)snprintf(labels + nl, size - nl, ",'example.com/o%03d':'x'", i);
+	for (int i = 0; i < 150; i++)
+		nt += (size_t)snprintf(tracked + nt, size - nt, "%sl%03d", i ? "," : "", i);
+	/* wanted: F/l000..F/l119 (F/l000..F/l009 changed to 2), F/l300..F/l329 new */
+	for (int i = 0; i < 150; i++)
+		ns += (size_t)snprintf(set + ns, size - ns, "%s'F/l%03d':'%s'", i ? "," : "", i < 120 ? i : 180 + i,
+				       i < 10 ? "2" : "1");
+	snprintf(text, 3 * size, "{'metadata':{'name':'n1','labels':{%s},'annotations':{'N/feature-labels':'%s'}}}",
+		 labels, tracked);
+	node = J(text);
+	snprintf(text, 3 * size, "{'labels':{%s}}", set);
+	set_j = J(text);
+	s.labels = json_dup(json_get(set_j, "labels"));
+	nl_policy_init(&p);
+	T_INT("diff: a large node", nl_diff(&p, node, &s, 0, &pp), 0);
+	ops = pp.meta;
+	T_INT("diff: a large node: 30 removes, 9 replaces, 30 adds, the bookkeeping", (long long)json_count(ops), 70);
+	T_STR("diff: a large node: removes first", show(json_at(ops, 0)),
+	      "{\"op\":\"remove\",\"path\":\"/metadata/labels/feature.node.kubernetes.io~1l120\"}");
+	T_STR("diff: a large node: removes in key order", show(json_at(ops, 29)),
+	      "{\"op\":\"remove\",\"path\":\"/metadata/labels/feature.node.kubernetes.io~1l149\"}");
+	T_STR("diff: a large node: then in key order", show(json_at(ops, 30)),
+	      "{\"op\":\"replace\",\"path\":\"/metadata/labels/feature.node.kubernetes.io~1l000\",\"value\":\"2\"}");
+	T_STR("diff: a large node: a repeated name counts by its first value", show(json_at(ops, 35)),
+	      "{\"op\":\"replace\",\"path\":\"/metadata/labels/feature.node.kubernetes.io~1l006\",\"value\":\"2\"}");
+	T_STR("diff: a large node: adds", show(json_at(ops, 39)),
+	      "{\"op\":\"add\",\"path\":\"/metadata/labels/feature.node.kubernetes.io~1l300\",\"value\":\"1\"}");
+	T_STR("diff: a large node: the bookkeeping last", json_get_str(json_at(ops, 69), "path", ""),
+	      "/metadata/annotations/nfd.node.kubernetes.io~1feature-labels");
+	T_INT("diff: a large node: applies", patch_apply(node, ops, err, sizeof(err)), 0);
+	T_INT("diff: a large node: then", nl_diff(&p, node, &s, 0, &again), 0);
+	T_OK("diff: a large node: then nothing to do", !again.status && !again.meta, "meta %s", show(again.meta));
+	nl_patches_free(&pp);
+	nl_patches_free(&again);
+	nl_set_free(&s);
+	json_free(node);
+	json_free(set_j);
+	free(labels);
+	free(tracked);
+	free(set);
+	free(text);
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/fb-nodelabels.XXXXXX", *dir = mkdtemp(tmpl);
@@ -707,6 +785,7 @@ int main(void)
 	test_filter_misc();
 	test_diff();
 	test_diff_misc();
+	test_diff_large();
 
 	features_free(&feat);
 	close(lg.fd);
