@@ -369,6 +369,18 @@ static void test_build(void)
 	T_INT("set_str NULL string", json_set_str(o, "k", NULL), -FB_EINVAL);
 	T_INT("append to an object", json_append_take(o, json_new_null()), -FB_EINVAL);
 	T_INT("append NULL", json_append_take(json_get(o, "list"), NULL), -FB_ENOMEM);
+	{
+		struct json *e = json_new_object();
+
+		T_INT("add_take appends", json_add_take(e, "x", json_new_string("1")), 0);
+		T_INT("add_take keeps a second x", json_add_take(e, "x", json_new_string("2")), 0);
+		s = json_print(e, NULL);
+		T_STR("add_take: both, in order", s, "{\"x\":\"1\",\"x\":\"2\"}");
+		free(s);
+		T_STR("add_take: get finds the first", json_get_str(e, "x", ""), "1");
+		T_INT("add_take on an array", json_add_take(json_get(o, "list"), "k", json_new_null()), -FB_EINVAL);
+		json_free(e);
+	}
 	T_OK("new_string NULL", !json_new_string(NULL), "not NULL");
 	/* a copied member is a root: no name; moved into an array it has none */
 	d = json_dup(json_get(o, "b"));
