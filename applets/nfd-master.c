@@ -234,6 +234,9 @@ struct master {
 	int refresh_all;               /* relisting NodeFeatures for new refs: ignore hashes */
 	int relist_nf;                 /* the refs grew: list NodeFeatures again */
 	int flush_timer, dirty;
+	long long flush_due;           /* loop_now_ms() when flush_timer fires */
+	char **ndyn;                   /* features "@..." values in NodeFeature labels name, sorted */
+	size_t n_ndyn;
 };
 
 static int synced(const struct master *m)
@@ -249,12 +252,28 @@ static int may_write(struct master *m)
 	return !m->no_publish && (!m->leader_election || (m->leading && lease_leading(m->lease)));
 }
 
+/* nl_apply asks before every PATCH: leadership can end during a node */
+static int may_write_cb(void *ctx)
+{
+	struct master *m = ctx;
+
+	lease_poll(m->lease);
+	return may_write(m);
+}
+
 static void flush(void *ctx);
 
+/* Flushes within delay ms: a pending flush that is due later (a node's
+ * retry) is brought forward, so one failing node never delays the others. */
 static void schedule(struct master *m, long long delay)
 {
-	if (!m->flush_timer && synced(m))
-		m->flush_timer = loop_timer(m->l, delay, flush, m);
+	long long due = loop_now_ms() + delay;
+
+	if (!synced(m) || (m->flush_timer && m->flush_due <= due))
+		return;
+	loop_timer_cancel(m->l, m->flush_timer);
+	m->flush_timer = loop_timer(m->l, delay, flush, m);
+	m->flush_due = due;
 }
 
 static void mark(struct master *m, struct node *n, int force)
@@ -324,7 +343,8 @@ static int ref_mode(const struct master *m, const char *feature)
 	char buf[512];
 	size_t lo = 0, hi = m->n_refs, n;
 
-	if (ref_has(m, feature))
+	if (ref_has(m, feature) ||
+	    (m->n_ndyn && bsearch(&feature, m->ndyn, m->n_ndyn, sizeof(char *), str_cmp)))
 		return 1;
 	n = (size_t)snprintf(buf, sizeof(buf), "%s\n", feature);
 	if (n >= sizeof(buf))
@@ -418,7 +438,8 @@ static int refs_update(struct master *m)
 		LOG_E(&m->log, "out of memory collecting rule features; keeping the old set");
 		return 0;
 	}
-	qsort(a.v, a.n, sizeof(char *), str_cmp);
+	if (a.n)
+		qsort(a.v, a.n, sizeof(char *), str_cmp);
 	size_t u = 0;
 
 	for (size_t i = 0; i < a.n; i++) {
@@ -519,6 +540,27 @@ static char *nf_keep(struct master *m, const struct json *spec)
 				refs_add_dynamic(&dyn, json_str(c), 1);
 			}
 	}
+	/* an "@" value is looked up in the features merged from all of the
+	 * node's objects: every object keeps what any object's labels name */
+	for (size_t i = 0; i < dyn.n; i++) {
+		const char *f = dyn.v[i];
+		size_t at = 0;
+		char **v;
+
+		while (at < m->n_ndyn && strcmp(m->ndyn[at], f) < 0)
+			at++;
+		if (at < m->n_ndyn && strcmp(m->ndyn[at], f) == 0)
+			continue;
+		if (!(v = realloc(m->ndyn, (m->n_ndyn + 1) * sizeof(*v))))
+			goto out;
+		m->ndyn = v;
+		memmove(v + at + 1, v + at, (m->n_ndyn - at) * sizeof(*v));
+		v[at] = dyn.v[i];
+		dyn.v[i] = NULL;
+		m->n_ndyn++;
+		m->relist_nf = 1; /* objects read before need it kept too */
+		LOG_V(&m->log, 1, "a NodeFeature label looks up %s: keeping it", f);
+	}
 	for (int k = 0; k < 3; k++) {
 		const struct json *src = json_get(have, kinds[k]);
 		struct json *dst = json_new_object();
@@ -529,9 +571,6 @@ static char *nf_keep(struct master *m, const struct json *spec)
 			int mode = ref_mode(m, json_key(c));
 			struct json *part;
 
-			for (size_t i = 0; mode != 1 && i < dyn.n; i++)
-				if (strcmp(dyn.v[i], json_key(c)) == 0)
-					mode = 1;
 			if (mode == 0)
 				continue;
 			part = mode == 1 ? json_dup(c) : keep_some(m, k, json_key(c), c);
@@ -649,13 +688,6 @@ static int nf_apply(struct master *m, const struct json *obj, int deleted)
 		}
 		o->seen = 1;
 	}
-	char *data = nf_keep(m, json_get(obj, "spec"));
-
-	if (!data)
-		return -FB_ENOMEM;
-	free(o->data);
-	o->data = data;
-	o->hash = h;
 	if (!o->node || strcmp(o->node->name, node) != 0) {
 		struct node *old = o->node;
 
@@ -668,11 +700,17 @@ static int nf_apply(struct master *m, const struct json *obj, int deleted)
 				node_gc_entry(m, old);
 		}
 		if (!(n = node_get(m, node)))
-			return -FB_ENOMEM;
+			return -FB_ENOMEM; /* the hash is not updated: the next event tries again */
 		o->node = n;
 		o->next = n->nfs;
 		n->nfs = o;
 	}
+	free(o->data);
+	if (!(o->data = nf_keep(m, json_get(obj, "spec")))) {
+		o->hash = 0;
+		return -FB_ENOMEM;
+	}
+	o->hash = h;
 	if (o->node->exists)
 		mark(m, o->node, 0);
 	return 0;
@@ -830,20 +868,46 @@ static void nfr_end(struct master *m)
 
 /* ---- Nodes and garbage collection --------------------------------------- */
 
-static void gc_node(struct master *m, struct node *n)
+/* 1 when the API says the node does not exist (404), 0 when it does or
+ * cannot say: what the watch told us may be stale. */
+static int node_gone(struct master *m, const char *name)
+{
+	char path[400];
+	struct kube_result res;
+	struct fb_errinfo ei;
+	int gone;
+
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s", name);
+	fb_errinfo_init(&ei);
+	gone = kube_request(m->k, "GET", path, NULL, NULL, 0, &res, &ei) == 0 && res.status == 404;
+	kube_result_free(&res);
+	return gone;
+}
+
+/* Deletes the NodeFeatures of node n, which the Node list and watch say is
+ * gone. Returns -FB_ECANCELED on SIGTERM, else 0. */
+static int gc_node(struct master *m, struct node *n)
 {
 	char path[800];
 	struct fb_errinfo ei;
 	char msg[1300];
 
+	if (n->nfs && !node_gone(m, n->name)) {
+		LOG_W(&m->log, "node %s: the watch said deleted, the API does not: keeping its NodeFeatures", n->name);
+		return 0;
+	}
 	while (n->nfs) {
 		struct nf *o = n->nfs;
 		struct kube_result res;
 		int rc;
 
+		if (!may_write_cb(m))
+			return 0;
 		snprintf(path, sizeof(path), NF_API "/namespaces/%s/nodefeatures/%s", o->ns, o->name);
 		fb_errinfo_init(&ei);
 		rc = kube_request(m->k, "DELETE", path, NULL, NULL, 0, &res, &ei);
+		if (rc == -FB_ECANCELED)
+			return rc;
 		if (rc == 0 && (res.status / 100 == 2 || res.status == 404)) {
 			LOG_I(&m->log, "deleted NodeFeature %s of deleted node %s", o->key, n->name);
 			metrics_inc(&m->mx, m->m_gc_deleted, 1);
@@ -855,7 +919,7 @@ static void gc_node(struct master *m, struct node *n)
 			LOG_E(&m->log, "deleting NodeFeature %s: %s (next garbage collection tries again)", o->key, msg);
 			metrics_inc(&m->mx, m->m_gc_failed, 1);
 			kube_result_free(&res);
-			return;
+			return 0;
 		}
 		kube_result_free(&res);
 		/* the watch's DELETED event will find nothing left to do */
@@ -865,17 +929,23 @@ static void gc_node(struct master *m, struct node *n)
 		free(o->data);
 		free(o);
 	}
+	return 0;
 }
 
 static void gc(struct master *m)
 {
-	if (!synced(m) || !may_write(m))
+	const struct informer *in = &m->inf[INF_NODE];
+
+	/* only on a fresh view of the Nodes: a failing list or watch leaves
+	 * "exists" stale, and new nodes would look deleted */
+	if (!synced(m) || !may_write(m) || in->failing || !in->w)
 		return;
 	for (size_t i = 0; i < m->nodes.cap;) {
 		struct node *n = m->nodes.s[i].val;
 
 		if (m->nodes.s[i].key && !n->exists && n->nfs) {
-			gc_node(m, n);
+			if (gc_node(m, n) < 0 || loop_signal(m->l))
+				return;
 			if (!n->nfs) {
 				node_gc_entry(m, n);
 				continue; /* slot i may hold a shifted entry now */
@@ -929,15 +999,20 @@ static void node_begin(struct master *m)
 
 static void node_end(struct master *m)
 {
-	for (size_t i = 0; i < m->nodes.cap; i++) {
+	for (size_t i = 0; i < m->nodes.cap;) {
 		struct node *n = m->nodes.s[i].val;
 
 		if (m->nodes.s[i].key && n->exists && !n->seen) {
 			n->exists = 0;
 			n->dirty = 0;
+			n->processed = 0;
+			if (!n->nfs) {
+				node_gc_entry(m, n);
+				continue; /* slot i may hold a shifted entry now */
+			}
 		}
+		i++;
 	}
-	gc(m);
 }
 
 /* ---- per-node reconciliation -------------------------------------------- */
@@ -1045,7 +1120,11 @@ static int desired(struct master *m, struct node *n, struct nl_set *set)
 	memset(&out, 0, sizeof(out));
 	if (features_init(&f) < 0 || rules_out_init(&out) < 0 || !(set->labels = json_new_object()))
 		goto out;
-	for (struct nf *o = n->nfs; o && nv < 64; o = o->next) {
+	for (struct nf *o = n->nfs; o; o = o->next) {
+		if (nv == 64) {
+			LOG_E(&m->log, "node %s: more than 64 NodeFeatures; using the first 64 in merge order", n->name);
+			break;
+		}
 		size_t j = nv++;
 
 		for (; j > 0 && nf_order(m, v[j - 1], o) > 0; j--)
@@ -1054,7 +1133,7 @@ static int desired(struct master *m, struct node *n, struct nl_set *set)
 	}
 	for (size_t i = 0; i < nv; i++) {
 		struct fb_errinfo ei;
-		struct json *kept = json_parse(v[i]->data, strlen(v[i]->data), v[i]->key, &ei);
+		struct json *kept = v[i]->data ? json_parse(v[i]->data, strlen(v[i]->data), v[i]->key, &ei) : NULL;
 
 		if (!kept || merge_one(&f, set->labels, kept) < 0) {
 			json_free(kept);
@@ -1136,6 +1215,8 @@ static int reconcile(struct master *m, struct node *n)
 	nl_set_free(&set);
 	if (rc == -FB_ECANCELED)
 		return rc;
+	if (rc == -FB_EAGAIN) /* no longer the leader: the next leader does it */
+		return 0;
 	if (rc == 0 || rc == -FB_ENOENT) {
 		if (rc == -FB_ENOENT)
 			LOG_I(&m->log, "node %s not found; skipping it", n->name);
@@ -1199,6 +1280,7 @@ static void flush(void *ctx)
 			next = 0;
 			break;
 		}
+		lease_poll(m->lease);
 		if (reconcile(m, n) < 0)
 			return;
 		if (n->dirty) {
@@ -1210,7 +1292,7 @@ static void flush(void *ctx)
 	}
 	if (next >= 0 || m->dirty) {
 		m->dirty = 1;
-		m->flush_timer = loop_timer(m->l, next >= 0 ? next : 0, flush, m);
+		schedule(m, next >= 0 ? next : 0);
 	}
 }
 
@@ -1300,6 +1382,7 @@ static int inf_page(void *ctx, const struct json *items, int first)
 
 	if (first)
 		in->begin(in->m);
+	lease_poll(in->m->lease); /* a long list must not cost the lease */
 	for (const struct json *it = json_child(items); it; it = json_next(it)) {
 		int rc = in->apply(in->m, it, 0);
 
@@ -1337,12 +1420,15 @@ static void relist(struct master *m, struct informer *in)
 	if (!was)
 		LOG_I(&m->log, "%ss listed (resourceVersion %s)", in->what, rv);
 	watch(m, in, rv);
+	if (in == &m->inf[INF_NODE] && was)
+		gc(m); /* nodes gone while we were not watching */
 	if (!was && synced(m)) {
 		size_t kept = 0;
 
 		for (size_t i = 0; i < m->nfs.cap; i++)
 			if (m->nfs.s[i].key)
-				kept += strlen(((struct nf *)m->nfs.s[i].val)->data);
+				kept += ((struct nf *)m->nfs.s[i].val)->data ?
+					strlen(((struct nf *)m->nfs.s[i].val)->data) : 0;
 		LOG_I(&m->log, "everything listed: %zu nodes, %zu NodeFeatures (%zu KiB kept for %zu rule features), "
 		      "%zu NodeFeatureRules; updating nodes", m->nodes.n, m->nfs.n, kept / 1024, m->n_refs, m->n_nfrs);
 		gc(m);
@@ -1723,6 +1809,8 @@ int nfd_master_main(int argc, char **argv)
 	m.pol.n_deny = n_deny;
 	m.pol.enable_taints = taints || c.enable_taints;
 	m.pol.allow_overwrite = c.allow_overwrite;
+	m.pol.may_write = may_write_cb;
+	m.pol.may_write_ctx = &m;
 	if (!whitelist)
 		whitelist = c.whitelist;
 	rc = nfdsrc_whitelist_setup(&m.whitelist, whitelist, &ei);
@@ -1777,6 +1865,12 @@ int nfd_master_main(int argc, char **argv)
 			/* the loop retries; a request must not hold the watches for minutes */
 			ko.max_attempts = 3;
 			ko.timeout_ms = 30000;
+		}
+		if (leader && !prune_flag) {
+			/* a request must end well inside the renew deadline: a PATCH
+			 * still in flight when another replica leads is a stale write */
+			ko.max_attempts = 1;
+			ko.timeout_ms = (int)(c.renew_ms / 2 > 1000 ? c.renew_ms / 2 : 1000);
 		}
 		if (loop_new(&m.l, &ei) < 0 || kube_config_load(&kc, &ko, &ei) < 0) {
 			LOG_E(&m.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
@@ -1885,6 +1979,9 @@ out:
 	for (size_t i = 0; i < m.n_refs; i++)
 		free(m.refs[i]);
 	free(m.refs);
+	for (size_t i = 0; i < m.n_ndyn; i++)
+		free(m.ndyn[i]);
+	free(m.ndyn);
 	kube_free(m.k);
 	loop_free(m.l);
 	if (m.have_whitelist)

@@ -453,6 +453,14 @@ int lease_start(struct lease **out, struct kube *k, struct loop *l, const struct
 	return 0;
 }
 
+void lease_poll(struct lease *le)
+{
+	if (!le || !le->leading || loop_now_ms() - le->renewed_ms < le->retry_ms)
+		return;
+	loop_timer_cancel(le->l, le->tick_timer);
+	tick(le);
+}
+
 int lease_leading(const struct lease *le)
 {
 	return le && le->leading && loop_now_ms() - le->renewed_ms < le->renew_deadline_ms;

@@ -45,6 +45,10 @@ int lease_start(struct lease **out, struct kube *k, struct loop *l, const struct
 /* 1 while leader: the last renewal is younger than the renew deadline
  * (checked against the clock now, not only when a timer fires). */
 int lease_leading(const struct lease *le);
+/* For a caller that keeps the loop busy (a long paged list): renews now
+ * when a renewal is due, as the loop's timer would have. No-op otherwise,
+ * and with NULL. */
+void lease_poll(struct lease *le);
 /* Stops; when the Lease last read names us, releases it (holderIdentity ""
  * and leaseDurationSeconds 1, as client-go's ReleaseOnCancel) so a successor
  * need not wait: one blocking PUT, also after SIGTERM. The callback is not

@@ -1336,6 +1336,10 @@ int nl_apply(struct kube *k, const char *node, const struct nl_policy *p, const 
 			ops = i == 0 ? pp.status : pp.meta;
 			if (!ops)
 				continue;
+			if (p->may_write && !p->may_write(p->may_write_ctx)) {
+				rc = fb_errinfo_set(ei, FB_EAGAIN, 0, node, "not allowed to write now");
+				goto out;
+			}
 			res->requests++;
 			if ((rc = send_patch(k, target, ops, lg, node, &r, ei)) < 0)
 				goto out;

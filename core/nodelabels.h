@@ -33,6 +33,10 @@ struct nl_policy {
 	int enable_taints;                 /* --enable-taints */
 	int allow_overwrite;               /* restrictions.allowOverwrite (default 1):
 					    * replace a value NFD does not manage */
+	int (*may_write)(void *ctx);       /* NULL, or asked before every PATCH of
+					    * nl_apply: 0 stops it (-FB_EAGAIN), e.g. a
+					    * master that is no longer the leader */
+	void *may_write_ctx;
 };
 /* Defaults: no instance, no lists, no whitelist, taints off, overwrite on. */
 void nl_policy_init(struct nl_policy *p);

@@ -81,12 +81,12 @@ port_of() { sed -n 's/.*on port \([0-9]*\).*/\1/p' "$W/$1.log" | head -1; }
 # one, labels nobody at NFD set.
 put_node node1 '{"kubernetes.io/hostname":"node1","team":"blue"}'
 put_node node2 '{"kubernetes.io/hostname":"node2"}'
-put_nf $NSP node1 node1 '{"features":{"flags":{"cpu.cpuid":{"elements":{"AVX2":{}}}},"attributes":{"kernel.version":{"elements":{"major":"6","minor":"1","full":"6.1.0-13-amd64"}}},"instances":{"pci.device":{"elements":[{"attributes":{"class":"0300","vendor":"10de"}}]}}},
+put_nf $NSP node1 node1 '{"features":{"flags":{"cpu.cpuid":{"elements":{"AVX2":{}}}},"attributes":{"kernel.version":{"elements":{"major":"6","minor":"1","full":"6.1.0-13-amd64"}},"cpu.model":{"elements":{"vendor_id":"Intel"}}},"instances":{"pci.device":{"elements":[{"attributes":{"class":"0300","vendor":"10de"}}]}}},
  "labels":{"feature.node.kubernetes.io/cpu-cpuid.AVX2":"true","shared":"ours","dyn":"@kernel.version.major",
   "kubernetes.io/evil":"x","sub.kubernetes.io/evil":"x","x.denied.org/l":"no","ok.denied.org/l":"yes","k8s.io/fine":"yes",
   "profile.node.kubernetes.io/p":"1"}}'
 put_nf vendor node1-extra node1 '{"features":{"attributes":{"kernel.version":{"elements":{"minor":"9"}}},"instances":{"pci.device":{"elements":[{"attributes":{"class":"0200","vendor":"8086"}}]}}},
- "labels":{"shared":"vendor","vendor.example.com/c":"x"}}'
+ "labels":{"shared":"vendor","vendor.example.com/c":"x","vendor.example.com/cpu":"@cpu.model.vendor_id"}}'
 put_nf $NSP node2 node2 '{"features":{"attributes":{"kernel.version":{"elements":{"major":"5","minor":"4"}}}},"labels":{"feature.node.kubernetes.io/n2":"true"}}'
 # a NodeFeature of a node that does not exist: garbage
 put_nf $NSP ghost ghost '{"features":{},"labels":{"g":"1"}}'
@@ -103,10 +103,11 @@ start_master m1 --deny-label-ns '*.denied.org' --extra-label-ns ok.denied.org -v
 check "master starts, lists everything and is ready" wait_for 20 grep -q 'everything listed' "$W/m1.log"
 check "node1 labelled" wait_for 15 has node1 "label feature.node.kubernetes.io/backref=yes"
 P1=$(port_of m1)
-testing "node1: merged in order (own namespace first), rules, dynamic value, namespace policy" "nfd_state node1" \
+# (vendor.example.com/cpu: an "@" value of one object looked up in another's features)
+testing "node1: merged in order (own namespace first), rules, dynamic values, namespace policy" "nfd_state node1" \
 "annotation nfd.node.kubernetes.io/extended-resources=vendor.example.com/widgets
 annotation nfd.node.kubernetes.io/feature-annotations=vendor.example.com/note
-annotation nfd.node.kubernetes.io/feature-labels=backref,cpu-cpuid.AVX2,dyn,k8s.io/fine,kernel-major-ge-6,ok.denied.org/l,profile.node.kubernetes.io/p,shared,vendor.example.com/c
+annotation nfd.node.kubernetes.io/feature-labels=backref,cpu-cpuid.AVX2,dyn,k8s.io/fine,kernel-major-ge-6,ok.denied.org/l,profile.node.kubernetes.io/p,shared,vendor.example.com/c,vendor.example.com/cpu
 annotation vendor.example.com/note=gpu
 capacity vendor.example.com/widgets=4
 label feature.node.kubernetes.io/backref=yes
@@ -119,7 +120,8 @@ label kubernetes.io/hostname=node1
 label ok.denied.org/l=yes
 label profile.node.kubernetes.io/p=1
 label team=blue
-label vendor.example.com/c=x"
+label vendor.example.com/c=x
+label vendor.example.com/cpu=Intel"
 testing "node2: only what matches it" "nfd_state node2" \
 "annotation nfd.node.kubernetes.io/feature-labels=n2
 label feature.node.kubernetes.io/n2=true
@@ -145,7 +147,7 @@ testing "GC: the others stay" "k8s_ctl get $NFAPI/nodefeatures | python3 -c 'imp
 # no PATCH; a NodeFeatureRule change reaches every node.
 k8s_ctl clear-log
 put_nf vendor node1-extra node1 '{"features":{"attributes":{"kernel.version":{"elements":{"minor":"9"}}},"instances":{"pci.device":{"elements":[{"attributes":{"class":"0200","vendor":"8086"}}]}}},"labels":{"shared":"vendor"}}'
-check "a label gone from the features is removed" wait_for 10 hasnt node1 "vendor.example.com/c"
+check "a label gone from the features is removed" wait_for 10 hasnt node1 "vendor.example.com/c="
 check "... and from the bookkeeping annotation" has node1 \
 	"annotation nfd.node.kubernetes.io/feature-labels=backref,cpu-cpuid.AVX2,dyn,k8s.io/fine,kernel-major-ge-6,ok.denied.org/l,profile.node.kubernetes.io/p,shared"
 check "labels NFD never set are untouched" has node1 "label team=blue"
@@ -174,6 +176,18 @@ check "a broken rule is logged" grep -q 'rules-c.*broken' "$W/m1.log"
 k8s_ctl delete $NFAPI/nodefeaturerules/rules-c >/dev/null
 check "NodeFeatureRule deleted: its labels go" wait_for 10 hasnt node1 "avx2-rule"
 check "... from every node" wait_for 5 hasnt node2 "after-broken"
+
+# One node that cannot be updated (403 on every PATCH) holds up nobody.
+k8s_ctl fault --method PATCH --path '^/api/v1/nodes/node2$' --status 403 --count -1 >/dev/null
+put_rule rules-d '[{"name":"both","labels":{"both":"1"}}]'
+check "node1 updated while node2 fails" wait_for 10 has node1 "label feature.node.kubernetes.io/both=1"
+sleep 4 # node2 has failed a few times and waits for its retry
+put_rule rules-d '[{"name":"both","labels":{"both":"2"}}]'
+check "... and again, promptly, after node2 failed for a while" wait_for 4 has node1 "label feature.node.kubernetes.io/both=2"
+check "... the failures are logged" grep -q 'updating node node2 failed' "$W/m1.log"
+k8s_ctl clear-faults >/dev/null
+k8s_ctl delete $NFAPI/nodefeaturerules/rules-d >/dev/null
+check "node2 catches up once it can be written" wait_for 20 hasnt node2 "feature.node.kubernetes.io/both"
 
 # Interop: a node labelled by an upstream master, NodeFeature in the pre-v0.15
 # format (unprefixed labels): taken over without a single PATCH.
@@ -221,13 +235,23 @@ testing "labels exactly as before the restart" "nfd_state node1" "$before\n"
 stop_master m3 >/dev/null
 
 # GC on node deletion: its NodeFeatures go, in every namespace.
-start_master m4
+start_master m4 --gc-interval 2s
 check "m4 ready" wait_for 20 grep -q 'everything listed' "$W/m4.log"
+# The Node list and watch fail; a node appears meanwhile. GC runs every 2 s
+# but must not take it for deleted.
+k8s_ctl fault --method GET --path '^/api/v1/nodes$' --status 503 --count -1 >/dev/null
+k8s_ctl drop-watches >/dev/null
+put_nf $NSP late late '{"features":{},"labels":{"late":"1"}}'
+put_node late
+sleep 5
+check "GC while Nodes cannot be listed: a new node's NodeFeature stays" k8s_ctl get $NFAPI/namespaces/$NSP/nodefeatures/late
+k8s_ctl clear-faults >/dev/null
+check "... and the node is labelled once the list works" wait_for 20 has late "label feature.node.kubernetes.io/late=1"
 k8s_ctl delete /api/v1/nodes/node1 >/dev/null
 check "node deleted: its NodeFeatures are deleted" wait_for 10 sh -c \
 	"! $K8S_CTL get $NFAPI/namespaces/$NSP/nodefeatures/node1 && ! $K8S_CTL get $NFAPI/namespaces/vendor/nodefeatures/node1-extra"
 testing "... the other nodes' stay" "k8s_ctl get $NFAPI/nodefeatures | python3 -c 'import json,sys; print(sorted(i[\"metadata\"][\"name\"] for i in json.load(sys.stdin)[\"items\"]))'" \
-	"['node2', 'node3']\n"
+	"['late', 'node2', 'node3']\n"
 stop_master m4 >/dev/null
 
 # --prune: nothing of NFD's left, nothing else changed.
@@ -301,6 +325,14 @@ k8s_ctl clear-faults >/dev/null
 check "it leads again once the lease is free and writes" wait_for 15 has node2 "label feature.node.kubernetes.io/le=4"
 stop_master lb >/dev/null
 
+# No NodeFeatureRule at all (a fresh install).
+for r in rules-a rules-b; do k8s_ctl delete $NFAPI/nodefeaturerules/$r >/dev/null; done
+start_master m6
+check "no rules: the master lists and labels from NodeFeatures alone" wait_for 20 has node2 "label feature.node.kubernetes.io/le=4"
+check "... and its rule labels are gone" wait_for 10 hasnt node2 "kernel-major-ge-5"
+stop_master m6
+testing "... SIGTERM: exit 0" "echo $?" "0\n"
+
 # nfd-worker --standalone: labels its own node; no NodeFeature.
 k8s_ctl delete $NFAPI/namespaces/$NSP/nodefeatures/node2 >/dev/null
 mkdir -p "$W/fd" "$W/root"
@@ -318,5 +350,5 @@ testing "standalone: a stale label is removed" "$SW 2>>$W/sw.log; nfd_state node
 "annotation nfd.node.kubernetes.io/feature-labels=site
 label feature.node.kubernetes.io/site=lab
 label team=blue"
-testing "standalone: no NodeFeature object" "k8s_ctl count create '^$NFAPI/'; k8s_ctl get $NFAPI/nodefeatures | python3 -c 'import json,sys; print(len(json.load(sys.stdin)[\"items\"]))'" "0\n1\n"
+testing "standalone: no NodeFeature object" "k8s_ctl count create '^$NFAPI/'; k8s_ctl get $NFAPI/nodefeatures | python3 -c 'import json,sys; print(len(json.load(sys.stdin)[\"items\"]))'" "0\n2\n"
 done_testing
