@@ -99,7 +99,14 @@ put_rule rules-a '[{"name":"kernel","labels":{"kernel-major-ge-6":"true"},"vars"
 put_rule rules-b '[{"name":"backref","labels":{"backref":"yes"},
   "matchFeatures":[{"feature":"rule.matched","matchExpressions":{"newkernel":{"op":"IsTrue"}}}]}]'
 
-start_master m1 --deny-label-ns '*.denied.org' --extra-label-ns ok.denied.org -v 1
+# m1 takes its namespace policy from nfd-master.conf (keys case-insensitive, as upstream)
+cat >"$W/m1.conf" <<'YAML'
+denyLabelNs: ["*.denied.org"]
+ExtraLabelNs: [ok.denied.org]
+klog:
+  v: 1
+YAML
+start_master m1 --config "$W/m1.conf"
 check "master starts, lists everything and is ready" wait_for 20 grep -q 'everything listed' "$W/m1.log"
 check "node1 labelled" wait_for 15 has node1 "label feature.node.kubernetes.io/backref=yes"
 P1=$(port_of m1)
@@ -324,6 +331,19 @@ check "... and says so" grep -qi 'lost' "$W/lb.log"
 k8s_ctl clear-faults >/dev/null
 check "it leads again once the lease is free and writes" wait_for 15 has node2 "label feature.node.kubernetes.io/le=4"
 stop_master lb >/dev/null
+
+# Configuration errors end the run with the file and the problem.
+printf 'noPublish: [true\n' >"$W/bad.conf"
+testing "bad YAML in nfd-master.conf: exit 1, names the file and line" \
+	"$FB nfd-master --kubeconfig $S/kubeconfig-admin --config $W/bad.conf 2>&1 >/dev/null | grep -c 'bad.conf.*line 1'; echo \$?" "1\n0\n"
+testing "... and the exit status" "$FB nfd-master --kubeconfig $S/kubeconfig-admin --config $W/bad.conf 2>/dev/null; echo \$?" "1\n"
+printf 'resyncPeriod: soon\n' >"$W/bad2.conf"
+testing "a value of the wrong kind: exit 1, names the key" \
+	"$FB nfd-master --kubeconfig $S/kubeconfig-admin --config $W/bad2.conf 2>&1 >/dev/null | grep -c 'resyncPeriod'" "1\n"
+printf 'noPublish: true\nnoSuchKey: 1\n' >"$W/warn.conf"
+testing "an unknown key is a warning; --no-publish from the file writes nothing" \
+	"k8s_ctl clear-log; timeout 5 $FB nfd-master --kubeconfig $S/kubeconfig-admin --config $W/warn.conf --port 0 2>&1 | grep -c 'unknown key noSuchKey'; k8s_ctl count patch '^/api/v1/nodes'" "1\n0\n"
+testing "--instance must be a valid name" "$FB nfd-master --instance=bad- 2>&1; echo \$?" "nfd-master: --instance \"bad-\": must be 1-63 of [A-Za-z0-9._-], alphanumeric at both ends\n2\n"
 
 # No NodeFeatureRule at all (a fresh install).
 for r in rules-a rules-b; do k8s_ctl delete $NFAPI/nodefeaturerules/$r >/dev/null; done
