@@ -241,7 +241,7 @@ static long hex_field(const char *p, const char *end, int n)
 static void warn_line(struct ids_parse *ps, const char *why)
 {
 	if (++ps->db->bad <= IDS_WARN_MAX && ps->db->lg)
-		LOG_W(ps->db->lg, "%s: line %lu: %s: line skipped", ps->src, ps->db->lines, why);
+		LOG_W(ps->db->lg, "%s: line %lu: %s (skipped)", ps->src, ps->db->lines, why);
 }
 
 /* The name after the id field(s): past the blanks, not empty. */
@@ -417,6 +417,8 @@ static int parse_buf(struct ids *db, size_t len, const char *src)
 		char *next = nl ? nl + 1 : stop;
 
 		db->lines++;
+		if (end > p && end[-1] == '\r')
+			end--; /* part of a CRLF line end, not of the line */
 		if (end - p > IDS_LINE_MAX) {
 			warn_line(&ps, "longer than 1024 bytes");
 			/* what was indented under it cannot be placed either */
