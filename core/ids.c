@@ -71,7 +71,7 @@ struct ids_parse {
 	struct ids *db;
 	const char *src;  /* for warnings */
 	enum ids_cat cat; /* kind of the last accepted entry (or section) */
-	unsigned v, d, sv, sd, cls, sub;
+	unsigned v, d, sv, cls, sub; /* vendor, device, S vendor, class, subclass */
 	int skip_below;   /* lines indented deeper than this are skipped; -1: none */
 };
 
