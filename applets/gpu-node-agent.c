@@ -1001,8 +1001,12 @@ static int sync_all(struct agent *a, const struct json *want)
 		snprintf(what, sizeof(what), "deleting PhysicalGPU %s", json_key(o));
 		s = call(a, "DELETE", path, NULL, NULL, NULL, what);
 		if (s == 200 || s == 202 || s == 404) {
-			LOG_I(&a->log, "deleted PhysicalGPU %s (device gone)", json_key(o));
-			json_remove(a->server, json_key(o));
+			char name[254];
+
+			/* json_remove looks the name up again after freeing the member */
+			snprintf(name, sizeof(name), "%s", json_key(o));
+			LOG_I(&a->log, "deleted PhysicalGPU %s (device gone)", name);
+			json_remove(a->server, name);
 		} else {
 			rc = -1;
 		}
