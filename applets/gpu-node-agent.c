@@ -47,8 +47,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/netlink.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1210,10 +1210,20 @@ static void on_uevent(void *ctx, int fd, short revents)
 	}
 }
 
+/* The kernel's struct sockaddr_nl and NETLINK_KOBJECT_UEVENT
+ * (linux/netlink.h, a fixed ABI): the musl cross toolchains have no kernel
+ * headers. Group 1 is the kernel's own broadcast (udev listens to it). */
+struct uevent_addr {
+	sa_family_t nl_family;
+	unsigned short nl_pad;
+	uint32_t nl_pid, nl_groups;
+};
+#define UEVENT_PROTO 15
+
 static int uevent_open(void)
 {
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = 1 };
-	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_KOBJECT_UEVENT);
+	struct uevent_addr sa = { .nl_family = AF_NETLINK, .nl_groups = 1 };
+	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, UEVENT_PROTO);
 
 	if (fd < 0)
 		return -1;
