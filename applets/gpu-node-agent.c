@@ -515,8 +515,10 @@ static struct json *id_name(const char *idkey, const char *id, const char *name)
 	return o;
 }
 
-/* Reads the attributes pci_scan does not give us, from the device
- * directory, into pi and cs; odd values are warned about and left out. */
+/* Reads the attributes pci_scan does not give us from the device
+ * directory into pi, and the bound driver (the link, not uevent: it is what
+ * a rebind changes) into driver ("" when unbound). Odd values are warned
+ * about and left out. */
 static void device_extras(struct agent *a, const struct pci_dev *d, struct json *pi, char *driver,
 			  size_t dsize)
 {
