@@ -1,0 +1,147 @@
+# gpu-node-agent against the test API server: PhysicalGPU objects, the Node
+# label, no writes in steady state, removals, driver changes, the vendors
+# ConfigMap watch, and an API outage.
+. "$(dirname "$0")/testing.sh"
+. "$FB_TOP/tests/k8s/start.sh"
+F=$FB_TOP/tests/fixtures/sysfs
+trap 'k8s_stop; [ -n "${apid:-}" ] && kill -9 $apid 2>/dev/null; rm -rf "$W"' EXIT
+
+k8s_start "$W/k8s" || { fail "test API server starts"; exit 1; }
+S=$K8S_DIR
+NSP=d8-gpu
+P=/apis/gpu.deckhouse.io/v1alpha1/physicalgpus
+printf '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"%s"}}' $NSP | k8s_ctl put /api/v1/namespaces/$NSP - >/dev/null
+for n in node1 node2; do
+	printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"%s","labels":{"kubernetes.io/hostname":"%s"}}}' $n $n |
+		k8s_ctl put /api/v1/nodes/$n - >/dev/null
+done
+# another node's object: never touched
+printf '{"apiVersion":"gpu.deckhouse.io/v1alpha1","kind":"PhysicalGPU","metadata":{"name":"node2-0000-17-00-0","labels":{"gpu.deckhouse.io/node":"node2","gpu.deckhouse.io/vendor":"nvidia"}},"spec":{}}' |
+	k8s_ctl put $P/node2-0000-17-00-0 - >/dev/null
+mkdir -p "$W/root"
+cp -r "$F/gpu4/." "$W/root/"
+chmod -R u+w "$W/root"
+export KUBERNETES_NAMESPACE=$NSP
+GA="$FB gpu-node-agent --kubeconfig $S/kubeconfig-node1 --node-name node1 --host-prefix $W/root/"
+names() { k8s_ctl get $P | python3 -c 'import json,sys; print(" ".join(sorted(o["metadata"]["name"] for o in json.load(sys.stdin)["items"])))'; }
+nodelabels() { k8s_ctl get /api/v1/nodes/node1 | python3 -c 'import json,sys; l=json.load(sys.stdin)["metadata"]["labels"]; print(" ".join("%s=%s" % kv for kv in sorted(l.items()) if kv[0].startswith("gpu.")) or "-")'; }
+writes() { echo $(( $(k8s_ctl count POST '^/api') + $(k8s_ctl count PUT '^/api') + $(k8s_ctl count PATCH '^/api') + $(k8s_ctl count DELETE '^/api') )); }
+wait_for() { # SECONDS COMMAND...
+	local end=$(( $(date +%s) + $1 ))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ "$(date +%s)" -lt "$end" ] || return 1
+		sleep 0.2
+	done
+}
+# in a subshell for wait_for: true when COMMAND's output equals WANT
+is() { # WANT COMMAND...
+	local want=$1
+	shift
+	[ "$("$@" 2>/dev/null)" = "$want" ]
+}
+
+# 1. --oneshot: the objects, their labels and status, and the Node label.
+testing "--oneshot syncs and exits 0" "$GA --oneshot 2>$W/one.log; echo \$?" "0\n"
+testing "one object per GPU, named <node>-<address>; node2's untouched" "names" \
+	"node1-0000-17-00-0 node1-0000-31-00-0 node1-0000-b1-00-0 node1-0000-ca-00-0 node2-0000-17-00-0\n"
+check "objects: labels, spec and status as documented" python3 - "$(k8s_ctl get $P)" <<'PY'
+import json, sys
+items = {o["metadata"]["name"]: o for o in json.loads(sys.argv[1])["items"]}
+o = items["node1-0000-b1-00-0"]
+assert o["apiVersion"] == "gpu.deckhouse.io/v1alpha1" and o["kind"] == "PhysicalGPU", o
+assert o["metadata"]["labels"] == {"gpu.deckhouse.io/node": "node1", "gpu.deckhouse.io/vendor": "nvidia",
+                                   "gpu.deckhouse.io/device": "a30-pcie"}, o["metadata"]["labels"]
+assert o["spec"] == {}, o["spec"]
+st = o["status"]
+assert st["pciInfo"]["address"] == "0000:b1:00.0" and st["pciInfo"]["numaNode"] == 1
+assert st["pciInfo"]["device"] == {"id": "20b7", "name": "GA100GL [A30 PCIe]"}, st["pciInfo"]
+assert st["currentState"] == {"driverType": "None"}, st["currentState"]
+conds = {c["type"]: c for c in st["conditions"]}
+assert conds["Present"]["status"] == "True" and conds["DriverBound"]["status"] == "False", conds
+assert all(c["lastTransitionTime"].endswith("Z") for c in conds.values())
+assert st["nodeInfo"]["nodeName"] == "node1" and st["nodeInfo"]["bareMetal"] is True
+a = items["node1-0000-17-00-0"]
+assert a["metadata"]["labels"]["gpu.deckhouse.io/device"] == "a100-pcie-80gb", a["metadata"]["labels"]
+assert a["status"]["currentState"] == {"driver": "nvidia", "driverType": "Nvidia"}
+assert a["status"]["pciInfo"]["iommuGroup"] == 20 and a["status"]["pciInfo"]["link"] == {"speed": "16.0 GT/s PCIe", "width": 16}
+assert items["node1-0000-31-00-0"]["status"]["currentState"]["driverType"] == "VFIO"
+assert "status" not in items["node2-0000-17-00-0"]
+PY
+testing "the Node: gpu.deckhouse.io/vendor=nvidia" "nodelabels" "gpu.deckhouse.io/vendor=nvidia\n"
+testing "no ConfigMap: the built-in map, with a warning" "grep -c 'gpu-supported-vendors not found' $W/one.log" "1\n"
+
+# 2. Nothing changed: a second run writes nothing.
+k8s_ctl clear-log >/dev/null
+testing "a second --oneshot with no change: zero writes" "$GA --oneshot 2>/dev/null; writes" "0\n"
+
+# 3. A device removed: its object goes, only this node's.
+B=$(readlink -f "$W/root/sys/bus/pci/devices/0000:ca:00.0")
+t0=$(k8s_ctl get $P/node1-0000-b1-00-0 | python3 -c 'import json,sys; print([c["lastTransitionTime"] for c in json.load(sys.stdin)["status"]["conditions"] if c["type"] == "Present"][0])')
+rm -rf "$B" "$W/root/sys/bus/pci/devices/0000:ca:00.0" "$W/root/sys/bus/pci/devices/0000:ca:00.1"
+# 4. ... and a driver bound: the A30 goes to vfio-pci.
+mkdir -p "$W/root/sys/bus/pci/drivers/vfio-pci"
+ln -sfn ../../../../bus/pci/drivers/vfio-pci "$(readlink -f "$W/root/sys/bus/pci/devices/0000:b1:00.0")/driver"
+sleep 1.1 # a new second for any new lastTransitionTime
+testing "removal and driver change: --oneshot exits 0" "$GA --oneshot 2>/dev/null; echo \$?" "0\n"
+testing "the removed GPU's object is deleted, node2's kept" "names" \
+	"node1-0000-17-00-0 node1-0000-31-00-0 node1-0000-b1-00-0 node2-0000-17-00-0\n"
+testing "the driver change is in the status; Present keeps its time" \
+	"k8s_ctl get $P/node1-0000-b1-00-0 | python3 -c 'import json,sys; s=json.load(sys.stdin)[\"status\"]; c={c[\"type\"]: c for c in s[\"conditions\"]}; print(s[\"currentState\"], c[\"DriverBound\"][\"status\"], c[\"Present\"][\"lastTransitionTime\"] == \"$t0\")'" \
+	"{'driver': 'vfio-pci', 'driverType': 'VFIO'} True True\n"
+
+# 5. The daemon on a mixed node, following the vendors ConfigMap.
+rm -rf "$W/root"/*
+cp -r "$F/mixedgpu/." "$W/root/"
+chmod -R u+w "$W/root"
+printf '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"gpu-supported-vendors","namespace":"%s"},"data":{"nvidia":"10de"}}' $NSP |
+	k8s_ctl put /api/v1/namespaces/$NSP/configmaps/gpu-supported-vendors - >/dev/null
+$GA --resync 1s --port 0 >"$W/d.log" 2>&1 &
+apid=$!
+check "daemon: nvidia only, the gpu4 objects gone" wait_for 15 is \
+	"node1-0000-01-00-0 node1-0000-02-00-0 node2-0000-17-00-0" names
+check "daemon: Node vendor=nvidia" wait_for 5 is "gpu.deckhouse.io/vendor=nvidia" nodelabels
+port=$(sed -n 's/.*on port \([0-9]*\).*/\1/p' "$W/d.log")
+testing "/healthz and /readyz answer 200" \
+	"curl -s -o /dev/null -w '%{http_code} ' http://127.0.0.1:$port/healthz; curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/readyz" "200 200"
+testing "/metrics counts the devices" "curl -s http://127.0.0.1:$port/metrics | grep '^gpu_node_agent_devices '" "gpu_node_agent_devices 2\n"
+sleep 0.5
+k8s_ctl clear-log >/dev/null
+sleep 2.5
+testing "steady state (resyncs every second): zero writes" "writes" "0\n"
+printf '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"gpu-supported-vendors","namespace":"%s"},"data":{"nvidia":"10de","amd":"1002","intel":"8086","habana":"1da3"}}' $NSP |
+	k8s_ctl put /api/v1/namespaces/$NSP/configmaps/gpu-supported-vendors - >/dev/null
+check "ConfigMap edited: objects for every listed vendor" wait_for 10 is \
+	"node1-0000-00-02-0 node1-0000-01-00-0 node1-0000-02-00-0 node1-0000-03-00-0 node1-0000-04-00-0 node2-0000-17-00-0" names
+check "several vendors: the majority vendor and a count each" wait_for 5 is \
+	"gpu.deckhouse.io/amd.count=1 gpu.deckhouse.io/habana.count=1 gpu.deckhouse.io/intel.count=1 gpu.deckhouse.io/nvidia.count=2 gpu.deckhouse.io/vendor=nvidia" nodelabels
+testing "the PhysicalGPU vendor labels follow the map" \
+	"k8s_ctl get $P/node1-0000-04-00-0 | python3 -c 'import json,sys; l=json.load(sys.stdin)[\"metadata\"][\"labels\"]; print(l[\"gpu.deckhouse.io/vendor\"], l[\"gpu.deckhouse.io/device\"])'" \
+	"habana gaudi2-ai-training-accelerator\n"
+printf '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"gpu-supported-vendors","namespace":"%s"},"data":{"amd":"1002"}}' $NSP |
+	k8s_ctl put /api/v1/namespaces/$NSP/configmaps/gpu-supported-vendors - >/dev/null
+check "one vendor again: the counts are removed" wait_for 10 is "gpu.deckhouse.io/vendor=amd" nodelabels
+testing "only the AMD object is left" "names" "node1-0000-03-00-0 node2-0000-17-00-0\n"
+testing "the Node's other labels are kept" \
+	"k8s_ctl get /api/v1/nodes/node1 | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"metadata\"][\"labels\"][\"kubernetes.io/hostname\"])'" "node1\n"
+
+# 6. The API fails for a while (503 on everything): the agent keeps running
+#    and converges after.
+k8s_ctl clear-log >/dev/null
+k8s_ctl fault --status 503 --count 3 >/dev/null
+ln -sfn ../../../../bus/pci/drivers/vfio-pci "$(readlink -f "$W/root/sys/bus/pci/devices/0000:03:00.0")/driver"
+mkdir -p "$W/root/sys/bus/pci/drivers/vfio-pci"
+check "API failing: the driver change arrives once it recovers" wait_for 30 sh -c \
+	"cd $FB_TOP && . tests/k8s/start.sh && K8S_DIR=$S k8s_ctl get $P/node1-0000-03-00-0 | grep -q '\"VFIO\"'"
+testing "the 503s were seen" "k8s_ctl count '*' '^/api' --status 503 | awk '{ print (\$1 >= 1) }'" "1\n"
+check "and the agent never exited" kill -0 $apid
+
+# 7. SIGTERM: exit 0 promptly.
+kill -TERM $apid
+wait $apid
+rc=$?
+apid=
+testing "SIGTERM: exit 0" "echo $rc" "0\n"
+testing "no token text in the log" "grep -c \"\$(cat $S/tokens/node1)\" $W/d.log" "0\n"
+
+done_testing
