@@ -1400,6 +1400,8 @@ int gpu_node_agent_main(int argc, char **argv)
 			vmap_default(&a.vm);
 		}
 		want = discover(&a);
+		/* names are read only when a device needs one: 0 lines on a node without GPUs */
+		LOG_V(&a.log, 1, "pci.ids: %lu lines parsed", ids_lines_parsed(a.ids));
 		ret = want ? print_devices(want) : 1;
 		FREE_AT_EXIT(json_free(want));
 		goto out;

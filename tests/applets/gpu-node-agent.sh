@@ -98,4 +98,11 @@ testing "--help exits 0 and names the applet" "$FB gpu-node-agent --help | head 
 testing "--no-publish without --oneshot: usage error" "$FB gpu-node-agent --no-publish 2>/dev/null; echo \$?" "2\n"
 testing "an invalid node name: exit 2" "$GA --node-name 'Not_A_Node' --host-prefix $F/gpu4/ 2>/dev/null; echo \$?" "2\n"
 
+# pci.ids is read only when a name is needed (core/ids is lazy)
+testing "rpi4 (no GPU): pci.ids never read" \
+	"$GA --node-name pi --host-prefix $F/rpi4/ --pci-ids $F/gpu4/usr/share/misc/pci.ids -v 1 2>&1 >/dev/null | grep -o 'pci.ids: [0-9]* lines parsed'" \
+	"pci.ids: 0 lines parsed\n"
+testing "gpu4: pci.ids read once names are needed" \
+	"$GA --node-name worker-1 --host-prefix $F/gpu4/ -v 1 2>&1 >/dev/null | grep -c 'pci.ids: [1-9][0-9]* lines parsed'" "1\n"
+
 done_testing
