@@ -621,7 +621,9 @@ static struct json *device_status(struct agent *a, const struct pci_dev *d)
 	snprintf(msg, sizeof(msg), "bound to %s", driver);
 	json_append_take(conds, *driver ? condition("DriverBound", 1, "Bound", msg)
 				       : condition("DriverBound", 0, "NoDriver", "no driver is bound"));
-	if (json_set_take(st, "nodeInfo", json_dup(a->node_info)) < 0 || json_set_take(st, "pciInfo", pi) < 0) {
+	if (json_set_take(st, "nodeInfo", json_dup(a->node_info)) < 0)
+		goto nomem; /* pi is still ours: freed there */
+	if (json_set_take(st, "pciInfo", pi) < 0) {
 		pi = NULL;
 		goto nomem;
 	}
@@ -876,8 +878,17 @@ static int sync_object(struct agent *a, const char *name, const struct json *wan
 		}
 		json_free(md);
 		json_free(o);
+		if (!have && s == 409) {
+			/* an object of that name without our node label (edited, or a
+			 * node name that normalises the same): not ours to take over;
+			 * the other devices still sync, and /readyz still comes */
+			LOG_W(&a->log, "PhysicalGPU %s exists but is not labelled for node %s: skipping that device",
+			      name, a->node);
+			rc = 0;
+			goto out;
+		}
 		if (!have)
-			goto out; /* 409: someone made it: the next pass lists it */
+			goto out;
 	} else {
 		int same = 1;
 
@@ -960,11 +971,21 @@ static int sync_node(struct agent *a, const struct json *want)
 	}
 	patch = json_new_object();
 	md = json_new_object();
-	if (!patch || !md || json_set_take(md, "labels", labels) < 0 || (labels = NULL, json_set_take(patch, "metadata", md) < 0)) {
-		if (!patch)
-			json_free(md);
+	if (!patch || !md) {
+		json_free(md);
 		goto out;
 	}
+	{
+		int taken = json_set_take(md, "labels", labels); /* frees labels when it fails */
+
+		labels = NULL;
+		if (taken < 0) {
+			json_free(md);
+			goto out;
+		}
+	}
+	if (json_set_take(patch, "metadata", md) < 0) /* frees md when it fails */
+		goto out;
 	if (call(a, "PATCH", path, "application/merge-patch+json", patch, &node, "labelling the Node") != 200)
 		goto out;
 	LOG_I(&a->log, "labelled Node %s (gpu.deckhouse.io/vendor=%s)", a->node,
@@ -1145,10 +1166,20 @@ static void on_pass(void *ctx)
 {
 	struct agent *a = ctx;
 	struct json *want;
+	int cm_failed = 0;
 
 	a->retry_timer = 0;
-	if (!a->vendors_file && !a->cmw && cm_watch(a) < 0)
-		goto retry;
+	if (!a->vendors_file && !a->cmw && cm_watch(a) < 0) {
+		/* keep scanning and publishing with what we have (the built-in
+		 * map when nothing was ever read); the backoff retries the watch */
+		cm_failed = 1;
+		if (!a->vm_ready) {
+			LOG_W(&a->log, "vendors ConfigMap unreadable: using the built-in vendors amd=1002, "
+			      "intel=8086, nvidia=10de until it can be read");
+			vmap_default(&a->vm);
+			a->vm_ready = 1;
+		}
+	}
 	if (!(want = discover(a)))
 		goto retry;
 	if (sync_all(a, want) < 0) {
@@ -1156,6 +1187,8 @@ static void on_pass(void *ctx)
 		goto retry;
 	}
 	json_free(want);
+	if (cm_failed)
+		goto retry;
 	if (!a->ready)
 		LOG_I(&a->log, "in sync: %zu PhysicalGPU object(s)", json_count(a->server));
 	a->ready = 1;
@@ -1205,6 +1238,8 @@ static void on_uevent(void *ctx, int fd, short revents)
 			if (strcmp(p, "SUBSYSTEM=pci") == 0)
 				pci = 1;
 	}
+	if (n < 0 && errno == ENOBUFS) /* the kernel dropped events: one may have been ours */
+		pci = 1;
 	if (pci) {
 		LOG_V(&a->log, 1, "PCI uevent: rescanning in %d ms", DEBOUNCE_MS);
 		loop_timer_cancel(a->l, a->debounce_timer);
