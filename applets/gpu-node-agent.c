@@ -1283,15 +1283,7 @@ static void serve(void *ctx, const char *method, const char *path, struct http_r
 		r->status = a->ready ? 200 : 503;
 		http_reply_printf(r, a->ready ? "ok\n" : "not yet in sync\n");
 	} else if (strcmp(path, "/metrics") == 0) {
-		size_t need = metrics_render(&a->m, NULL, 0) + 1;
-		char *room = http_reply_room(r, need);
-
-		if (room) {
-			metrics_render(&a->m, room, need);
-			http_reply_commit(r, need - 1);
-		}
-		r->status = 200;
-		r->content_type = "text/plain; version=0.0.4";
+		metrics_reply(&a->m, r);
 	}
 }
 
@@ -1326,7 +1318,7 @@ int gpu_node_agent_main(int argc, char **argv)
 	struct agent a;
 	const char *kubeconfig = NULL, *host = NULL, *node_name = NULL, *cm = DEFAULT_CM;
 	struct opt_list pci_ids = { .n = 0 };
-	int oneshot = 0, no_publish = 0, first, rc, ret = 1;
+	int oneshot = 0, no_publish = 0, rc, ret = 1;
 	long verbosity = 0, port = 8081;
 	long long resync = 5 * 60 * 1000;
 	struct fb_errinfo ei;
@@ -1363,16 +1355,8 @@ int gpu_node_agent_main(int argc, char **argv)
 	a.nl_fd = -1;
 	log_init(&a.log);
 	metrics_init(&a.m);
-	rc = opt_parse(&spec, argc, argv, &first);
-	if (rc == OPT_EXIT)
-		return 0;
-	if (rc < 0)
-		return rc == -FB_EUSAGE ? 2 : 1;
-	if (first < argc) {
-		fprintf(stderr, "gpu-node-agent: unexpected argument '%s'\nTry 'gpu-node-agent --help' for more information.\n",
-			argv[first]);
-		return 2;
-	}
+	if ((rc = opt_parse_only(&spec, argc, argv)) >= 0)
+		return rc;
 	if (no_publish && !oneshot) {
 		fprintf(stderr, "gpu-node-agent: --no-publish needs --oneshot\n");
 		return 2;

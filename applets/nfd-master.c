@@ -33,6 +33,8 @@
  *   (upstream: 200): a page of 10-20 KiB NodeFeatures is about 100 KiB each
  *   once parsed, and the page is the biggest thing the master holds.
  * - --gc-interval is ours (upstream's nfd-gc has -gc-interval).
+ * - No --namespaces filter: NodeFeatures of every namespace are read (the
+ *   spec's optional list, upstream's restrictions.nodeFeatureNamespaceSelector).
  */
 #include "applets.h"
 
@@ -1520,15 +1522,7 @@ static void serve(void *ctx, const char *method, const char *path, struct http_r
 		r->status = synced(m) ? 200 : 503;
 		http_reply_printf(r, synced(m) ? "ok\n" : "waiting for the first complete list\n");
 	} else if (strcmp(path, "/metrics") == 0) {
-		size_t need = metrics_render(&m->mx, NULL, 0) + 1;
-		char *room = http_reply_room(r, need);
-
-		if (room) {
-			metrics_render(&m->mx, room, need);
-			http_reply_commit(r, need - 1);
-		}
-		r->status = 200;
-		r->content_type = "text/plain; version=0.0.4";
+		metrics_reply(&m->mx, r);
 	}
 }
 
@@ -1691,7 +1685,7 @@ int nfd_master_main(int argc, char **argv)
 	const char *extra_v[2 * OPT_LIST_MAX], *deny_v[2 * OPT_LIST_MAX];
 	size_t n_extra = 0, n_deny = 0;
 	int prune_flag = 0, leader = 0, taints = 0, no_publish = 0, seen_v = 0, seen_resync = 0;
-	int seen_page = 0, first, rc, ret = 1;
+	int seen_page = 0, rc, ret = 1;
 	long verbosity = 0, port = 8080, page_size = 50, parallelism = 10;
 	long long resync = 3600000, gc_interval = 3600000;
 	struct json *file_doc = NULL, *opt_doc = NULL;
@@ -1743,16 +1737,8 @@ int nfd_master_main(int argc, char **argv)
 	log_init(&m.log);
 	metrics_init(&m.mx);
 	nl_policy_init(&m.pol);
-	rc = opt_parse(&spec, argc, argv, &first);
-	if (rc == OPT_EXIT)
-		return 0;
-	if (rc < 0)
-		return rc == -FB_EUSAGE ? 2 : 1;
-	if (first < argc) {
-		fprintf(stderr, "nfd-master: unexpected argument '%s'\nTry 'nfd-master --help' for more information.\n",
-			argv[first]);
-		return 2;
-	}
+	if ((rc = opt_parse_only(&spec, argc, argv)) >= 0)
+		return rc;
 	m.log.v = (int)verbosity;
 	if (*instance && !labels_valid_name(instance, strlen(instance))) {
 		fprintf(stderr, "nfd-master: --instance \"%s\": must be 1-63 of [A-Za-z0-9._-], alphanumeric at both ends\n",

@@ -820,15 +820,7 @@ static void serve(void *ctx, const char *method, const char *path, struct http_r
 		r->status = 200;
 		http_reply_printf(r, "ok\n");
 	} else if (strcmp(path, "/metrics") == 0) {
-		size_t need = metrics_render(&w->m, NULL, 0) + 1;
-		char *room = http_reply_room(r, need);
-
-		if (room) {
-			metrics_render(&w->m, room, need);
-			http_reply_commit(r, need - 1);
-		}
-		r->status = 200;
-		r->content_type = "text/plain; version=0.0.4";
+		metrics_reply(&w->m, r);
 	}
 }
 
@@ -865,7 +857,7 @@ int nfd_worker_main(int argc, char **argv)
 	const char *node_name = NULL, *owner_refs = NULL, *feat_src = NULL, *label_src = NULL;
 	const char *no_pub_feat = NULL;
 	int oneshot = 0, no_publish = 0, print_features = 0, seen_owner = 0, seen_nopubfeat = 0;
-	int seen_v = 0, first, rc, ret = 1, owners;
+	int seen_v = 0, rc, ret = 1, owners;
 	long verbosity = 0, port = 8080;
 	struct fb_errinfo ei;
 	char msg[1200], addr[32], hostname[256];
@@ -917,16 +909,8 @@ int nfd_worker_main(int argc, char **argv)
 	log_init(&w.log);
 	nfdconf_init(&w.cfg);
 	metrics_init(&w.m);
-	rc = opt_parse(&spec, argc, argv, &first);
-	if (rc == OPT_EXIT)
-		return 0;
-	if (rc < 0)
-		return rc == -FB_EUSAGE ? 2 : 1;
-	if (first < argc) {
-		fprintf(stderr, "nfd-worker: unexpected argument '%s'\nTry 'nfd-worker --help' for more information.\n",
-			argv[first]);
-		return 2;
-	}
+	if ((rc = opt_parse_only(&spec, argc, argv)) >= 0)
+		return rc;
 	w.log.v = (int)verbosity;
 	/* defaults < file < --options < flags */
 	fb_errinfo_init(&ei);

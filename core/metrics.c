@@ -1,5 +1,7 @@
 #include "metrics.h"
 
+#include "http.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -129,4 +131,17 @@ size_t metrics_render(const struct metrics *r, char *buf, size_t size)
 	if (size)
 		buf[o.len < size ? o.len : size - 1] = '\0';
 	return o.len;
+}
+
+void metrics_reply(const struct metrics *r, struct http_reply *rep)
+{
+	size_t need = metrics_render(r, NULL, 0) + 1;
+	char *room = http_reply_room(rep, need);
+
+	if (room) {
+		metrics_render(r, room, need);
+		http_reply_commit(rep, need - 1);
+	}
+	rep->status = 200;
+	rep->content_type = "text/plain; version=0.0.4";
 }

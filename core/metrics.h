@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+struct http_reply;
+
 #define METRICS_MAX 48
 #define METRICS_BUCKETS 12
 
@@ -48,5 +50,9 @@ void metrics_observe(struct metrics *r, int idx, double v);
 /* Renders the registry into buf; returns the length needed (like snprintf:
  * when it is >= size the output was cut and the caller should retry bigger). */
 size_t metrics_render(const struct metrics *r, char *buf, size_t size);
+
+/* Answers a /metrics request with the registry (200, the Prometheus text
+ * content type); on allocation failure the reply is empty. */
+void metrics_reply(const struct metrics *r, struct http_reply *rep);
 
 #endif

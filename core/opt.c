@@ -297,3 +297,19 @@ void opt_help(const struct opt_spec *spec)
 	printf("%-28s %s\n%-28s %s\n", "  --help", "print this help and exit",
 	       "  --version", "print the version and exit");
 }
+
+int opt_parse_only(const struct opt_spec *spec, int argc, char **argv)
+{
+	int first, rc = opt_parse(spec, argc, argv, &first);
+
+	if (rc == OPT_EXIT)
+		return 0;
+	if (rc < 0)
+		return rc == -FB_EUSAGE ? 2 : 1;
+	if (first < argc) {
+		fprintf(stderr, "%s: unexpected argument '%s'\nTry '%s --help' for more information.\n", spec->name,
+			argv[first], spec->name);
+		return 2;
+	}
+	return -1;
+}

@@ -55,6 +55,12 @@ enum {
  * "NAME: problem" and a hint to stderr. */
 int opt_parse(const struct opt_spec *spec, int argc, char **argv, int *first_arg);
 
+/* opt_parse for an applet that takes no operands: returns -1 when the
+ * applet goes on, else the exit status it returns at once (0 after --help
+ * or --version, 2 for a usage error or an operand, 1 when the help could
+ * not be written), the message already printed. */
+int opt_parse_only(const struct opt_spec *spec, int argc, char **argv);
+
 /* Parses a Go-style duration into milliseconds. Returns 0 or -FB_EINVAL/-FB_ERANGE. */
 int opt_parse_duration(const char *s, long long *ms);
 
