@@ -39,6 +39,7 @@
 #include "../core/metrics.h"
 #include "../core/opt.h"
 #include "../core/pci.h"
+#include "../core/pgpu.h"
 #include "../core/sysfs.h"
 #include "../core/version.h"
 #include "../core/yaml.h"
@@ -64,8 +65,7 @@ static const char usage[] =
 	"and label the Node gpu.deckhouse.io/vendor=VENDOR. --oneshot --no-publish prints\n"
 	"the devices as JSON instead.\n";
 
-#define GROUP "gpu.deckhouse.io"
-#define PGPU_PATH "/apis/gpu.deckhouse.io/v1alpha1/physicalgpus"
+#define GROUP PGPU_GROUP
 #define DEFAULT_CM "gpu-supported-vendors"
 #define VMAP_MAX 32       /* vendors */
 #define VMAP_IDS 16       /* ids per vendor */
@@ -117,30 +117,6 @@ struct agent {
 
 /* ---- small helpers ------------------------------------------------------ */
 
-/* Lower-cases s into out, every run of non-[a-z0-9] as one '-', trimmed,
- * at most max characters (trimmed again after the cut). */
-static void normalise(const char *s, char *out, size_t max)
-{
-	size_t n = 0;
-	int dash = 0;
-
-	for (; *s && n < max; s++) {
-		unsigned char c = (unsigned char)tolower((unsigned char)*s);
-
-		if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
-			if (dash && n > 0 && n + 1 < max)
-				out[n++] = '-';
-			dash = 0;
-			out[n++] = (char)c;
-		} else {
-			dash = 1;
-		}
-	}
-	while (n > 0 && out[n - 1] == '-')
-		n--;
-	out[n] = '\0';
-}
-
 /* The device label value: the part inside the first [...] of the pci.ids
  * name when there is one ("GA100GL [A30 PCIe]" -> "a30-pcie"), else the
  * whole name; the device id without a name. */
@@ -153,9 +129,9 @@ static void device_label(const char *name, const char *id, char *out)
 		snprintf(buf, sizeof(buf), "%.*s", (int)(c - o - 1), o + 1);
 		name = buf;
 	}
-	normalise(name && *name ? name : id, out, LABELS_NAME_MAX);
+	pgpu_normalise(name && *name ? name : id, out, LABELS_NAME_MAX);
 	if (!*out)
-		normalise(id, out, LABELS_NAME_MAX);
+		pgpu_normalise(id, out, LABELS_NAME_MAX);
 }
 
 static void now_rfc3339(char *out, size_t size)
@@ -478,19 +454,6 @@ nomem:
 	return NULL;
 }
 
-static const char *driver_type(const char *drv)
-{
-	if (!*drv)
-		return "None";
-	if (strcmp(drv, "nvidia") == 0)
-		return "Nvidia";
-	if (strcmp(drv, "vfio-pci") == 0)
-		return "VFIO";
-	if (strcmp(drv, "amdgpu") == 0)
-		return "ROCm";
-	return "Other";
-}
-
 static struct json *condition(const char *type, int ok, const char *reason, const char *msg)
 {
 	struct json *c = json_new_object();
@@ -616,7 +579,7 @@ static struct json *device_status(struct agent *a, const struct pci_dev *d)
 	device_extras(a, d, pi, driver, sizeof(driver));
 	if (*driver)
 		json_set_str(cs, "driver", driver);
-	json_set_str(cs, "driverType", driver_type(driver));
+	json_set_str(cs, "driverType", pgpu_driver_type(driver));
 	json_append_take(conds, condition("Present", 1, "Discovered", "found in the PCI scan"));
 	snprintf(msg, sizeof(msg), "bound to %s", driver);
 	json_append_take(conds, *driver ? condition("DriverBound", 1, "Bound", msg)
@@ -669,12 +632,11 @@ static struct json *discover(struct agent *a)
 		const struct pci_dev *d = &pl.dev[i];
 		const char *vendor = vmap_vendor(&a->vm, (unsigned)strtoul(d->vendor, NULL, 16));
 		struct json *e, *lab, *st;
-		char name[254 + 32], raw[300], devlab[LABELS_NAME_MAX + 1];
+		char name[PGPU_NAME_MAX + 1], devlab[LABELS_NAME_MAX + 1];
 
 		if (!vendor || !vmap_class(&a->vm, d->cls))
 			continue;
-		snprintf(raw, sizeof(raw), "%s-%s", a->node, d->addr);
-		normalise(raw, name, 253);
+		pgpu_name(a->node, d->addr, name);
 		st = device_status(a, d);
 		device_label(json_get_str(json_getv(st, "pciInfo", "device", NULL), "name", NULL), d->device, devlab);
 		e = json_new_object();
@@ -866,7 +828,7 @@ static int sync_object(struct agent *a, const char *name, const struct json *wan
 		struct json *o = json_new_object(), *md = json_new_object();
 
 		snprintf(what, sizeof(what), "creating PhysicalGPU %s", name);
-		if (o && md && json_set_str(o, "apiVersion", GROUP "/v1alpha1") == 0 &&
+		if (o && md && json_set_str(o, "apiVersion", PGPU_API) == 0 &&
 		    json_set_str(o, "kind", "PhysicalGPU") == 0 && json_set_str(md, "name", name) == 0 &&
 		    json_set_take(md, "labels", json_dup(wl)) == 0 && json_set_take(o, "metadata", md) == 0 &&
 		    (md = NULL, json_set_take(o, "spec", json_new_object()) == 0)) {
