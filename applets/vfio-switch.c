@@ -1,0 +1,482 @@
+/* vfio-switch: move a PCI device (and the functions of its IOMMU group)
+ * between its driver and vfio-pci, safely, with rollback.
+ *
+ * The one-shot privileged Job of the Deckhouse gpu module
+ * (vfio-switch-<node>-<pci>), with the care of NVIDIA's vfio-manager and of
+ * driverctl. The work is core/vfio's: a snapshot of sysfs, a pure plan, an
+ * apply that rolls back. This file is the command line, the result and the
+ * optional PhysicalGPU update.
+ *
+ * Where we differ from those tools (all written in README.md too):
+ * - The whole IOMMU group moves (--group auto), not only the GPU and its
+ *   consumer:pci: device link as vfio-manager does; bridges stay; a group
+ *   that holds bound devices of another card and class is refused.
+ * - driver_override is left set to the target after a switch (as driverctl
+ *   set-override and vfio-manager's bind), so a rescan or reboot-less
+ *   re-probe keeps the device where it was put. --to default clears it and
+ *   lets the kernel choose (driverctl unset-override). With --to a host
+ *   driver, the other functions of the group that sit on a VFIO driver go
+ *   back to their default driver, not to the named one (nvidia does not
+ *   drive the GPU's HDA function).
+ * - --to default is "already there" when no override is set, whatever is
+ *   bound.
+ * - No persistence across reboots (driverctl's /etc/driverctl.d): the Job
+ *   is re-run by the controller.
+ * - Extra refusals: a device without an IOMMU group when moving to a VFIO
+ *   driver (vfio-pci cannot bind it), and a bridge as the device.
+ * - "BB:DD.F" is accepted for domain 0000, as lspci prints it.
+ * - Exit 1 when sysfs cannot be read at all (not in the spec's list).
+ */
+#include "applets.h"
+
+#include "../core/err.h"
+#include "../core/hostfs.h"
+#include "../core/json.h"
+#include "../core/kube.h"
+#include "../core/log.h"
+#include "../core/opt.h"
+#include "../core/pgpu.h"
+#include "../core/vfio.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"Usage: vfio-switch --pci ADDRESS --to DRIVER [OPTIONS]\n"
+	"\n"
+	"Move a PCI device between its driver and vfio-pci (or any driver): the\n"
+	"functions of its IOMMU group move with it, nothing is left without a driver\n"
+	"on failure (rollback). DRIVER is a driver name or \"default\" (clear the\n"
+	"override, let the kernel choose).\n"
+	"Exit: 0 switched or already there, 2 usage, 3 device not found, 4 refused by\n"
+	"a safety check, 5 failed and rolled back, 6 rollback failed, 1 sysfs unreadable.\n";
+
+struct run {
+	struct fb_log log;
+	struct hostfs h;
+	struct vfio_snap s;
+	struct vfio_plan p;
+	struct vfio_result r;
+	const char *result;   /* the overall result word */
+	char error[1024];
+	int applied, dry_run;
+	const char *target;
+};
+
+static struct json *str_or_null(const char *s)
+{
+	return s && *s ? json_new_string(s) : json_new_null();
+}
+
+/* The functions in scope: the device and whatever the plan moves or
+ * considered moving. */
+static int in_scope(const struct run *u, size_t i)
+{
+	return i == u->s.dev || u->p.fn_target[i][0];
+}
+
+static const char *fn_result(const struct run *u, size_t i)
+{
+	if (u->applied)
+		return vfio_fn_result_str(u->r.fn[i]);
+	if (!u->p.fn_moves[i])
+		return "unchanged";
+	return strcmp(u->result, "refused") == 0 ? "refused" : "planned";
+}
+
+static const char *fn_to(const struct run *u, size_t i)
+{
+	if (u->applied)
+		return u->r.final[i];
+	if (!u->p.fn_moves[i])
+		return u->s.fn[i].driver;
+	return u->p.fn_target[i];
+}
+
+static struct json *result_json(const struct run *u, const char *addr)
+{
+	struct json *o = json_new_object(), *fns = json_new_array(), *plan = json_new_array();
+	int found = u->s.n > 0;
+
+	if (!o || !fns || !plan) {
+		json_free(o);
+		json_free(fns);
+		json_free(plan);
+		return NULL;
+	}
+	json_set_str(o, "device", addr);
+	json_set_take(o, "from", found ? str_or_null(u->s.fn[u->s.dev].driver) : json_new_null());
+	json_set_str(o, "to", u->target);
+	json_set_take(o, "iommuGroup", str_or_null(u->s.group));
+	for (size_t i = 0; i < u->s.n; i++) {
+		struct json *f;
+
+		if (!in_scope(u, i) || !(f = json_new_object()))
+			continue;
+		json_set_str(f, "address", u->s.fn[i].addr);
+		json_set_take(f, "from", str_or_null(u->s.fn[i].driver));
+		json_set_take(f, "to", str_or_null(fn_to(u, i)));
+		json_set_str(f, "result", fn_result(u, i));
+		json_append_take(fns, f);
+	}
+	json_set_take(o, "functions", fns);
+	for (size_t k = 0; k < u->p.n; k++) {
+		char line[256];
+
+		vfio_step_str(&u->s, &u->p.step[k], u->h.prefix, line,
+			      sizeof(line));
+		json_append_take(plan, json_new_string(line));
+	}
+	if (u->p.n && (u->dry_run || u->applied))
+		json_set_take(o, "plan", plan);
+	else
+		json_free(plan);
+	json_set_str(o, "result", u->result);
+	if (u->p.warn[0])
+		json_set_str(o, "warning", u->p.warn);
+	if (u->error[0])
+		json_set_str(o, "error", u->error);
+	if (u->applied && u->r.exit == 6) {
+		struct json *st = json_new_array();
+
+		for (size_t i = 0; st && i < u->s.n; i++)
+			if (u->r.fn[i] == VFIO_FN_STUCK)
+				json_append_take(st, json_new_string(u->s.fn[i].addr));
+		json_set_take(o, "stuck", st);
+	}
+	return o;
+}
+
+static int print_result(const struct run *u, const char *addr, int text)
+{
+	int rc;
+
+	if (text) {
+		for (size_t i = 0; i < u->s.n; i++) {
+			const char *to = fn_to(u, i);
+
+			if (in_scope(u, i))
+				printf("%s  %s -> %s  %s\n", u->s.fn[i].addr,
+				       u->s.fn[i].driver[0] ? u->s.fn[i].driver : "(none)", *to ? to : "(none)",
+				       fn_result(u, i));
+		}
+		if (u->dry_run || u->applied)
+			for (size_t k = 0; k < u->p.n; k++) {
+				char line[256];
+
+				vfio_step_str(&u->s, &u->p.step[k], u->h.prefix,
+					      line, sizeof(line));
+				printf("  %s\n", line);
+			}
+		printf("%s%s%s\n", u->result, u->error[0] ? ": " : "", u->error);
+	} else {
+		struct json *o = result_json(u, addr);
+		char *s = o ? json_print(o, NULL) : NULL;
+
+		json_free(o);
+		if (!s)
+			return -1;
+		printf("%s\n", s);
+		free(s);
+	}
+	rc = fflush(stdout);
+	return rc == 0 ? 0 : -1;
+}
+
+/* ---- PhysicalGPU status and Event -------------------------------------- */
+
+static void now_rfc3339(char *out, size_t size)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int request(struct kube *k, const struct fb_log *lg, const char *method, const char *path,
+		   const char *ctype, const struct json *body, struct json **out)
+{
+	struct kube_result res = { 0 };
+	struct fb_errinfo ei;
+	char *b = json_print(body, NULL), msg[600];
+	int rc;
+
+	fb_errinfo_init(&ei);
+	if (!b)
+		return -1;
+	rc = kube_request(k, method, path, ctype, b, strlen(b), &res, &ei);
+	free(b);
+	if (rc < 0)
+		LOG_W(lg, "%s %s: %s", method, path, fb_errinfo_str(&ei, msg, sizeof(msg)));
+	else if (res.status < 200 || res.status > 299)
+		LOG_W(lg, "%s %s: HTTP %d %s", method, path, res.status, res.message);
+	rc = rc < 0 || res.status < 200 || res.status > 299 ? -1 : 0;
+	if (rc == 0 && out) {
+		*out = res.body;
+		res.body = NULL;
+	}
+	kube_result_free(&res);
+	return rc;
+}
+
+/* Patches status.currentState of the device's PhysicalGPU and records an
+ * Event on it. Failures are logged only: they never change the exit code. */
+static void update_pgpu(struct run *u, const char *node, const char *kubeconfig, int exit_code)
+{
+	const char *drv = u->s.n ? (u->applied ? u->r.final[u->s.dev] : u->s.fn[u->s.dev].driver) : "";
+	struct kube_opts ko;
+	struct kube_config kc;
+	struct kube *k = NULL;
+	struct fb_errinfo ei;
+	struct json *patch = NULL, *obj = NULL, *ev = NULL;
+	char name[PGPU_NAME_MAX + 1], path[512], msg[1400], now[32], gen[PGPU_NAME_MAX + 2];
+	const char *reason, *type = "Normal";
+
+	if (strcmp(drv, "?") == 0)
+		drv = "";
+	pgpu_name(node, u->s.addr, name);
+	fb_errinfo_init(&ei);
+	kube_opts_init(&ko);
+	ko.kubeconfig = kubeconfig;
+	ko.max_attempts = 3;
+	ko.timeout_ms = 10000;
+	if (kube_config_load(&kc, &ko, &ei) < 0) {
+		LOG_W(&u->log, "--update-physicalgpu: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		return;
+	}
+	if (kube_new(&k, &kc, &ko, &u->log, -1, &ei) < 0) {
+		kube_config_free(&kc);
+		LOG_W(&u->log, "--update-physicalgpu: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		return;
+	}
+	kube_config_free(&kc);
+
+	/* {"status":{"currentState":{"driver":D|null,"driverType":T}}} */
+	patch = json_new_object();
+	{
+		struct json *st = json_new_object(), *cs = json_new_object();
+
+		if (cs) {
+			json_set_take(cs, "driver", str_or_null(drv));
+			json_set_str(cs, "driverType", pgpu_driver_type(drv));
+		}
+		if (st && json_set_take(st, "currentState", cs) < 0)
+			cs = NULL;
+		if (!patch || !st || !cs || json_set_take(patch, "status", st) < 0) {
+			json_free(st);
+			goto out;
+		}
+	}
+	snprintf(path, sizeof(path), PGPU_PATH "/%s/status", name);
+	if (request(k, &u->log, "PATCH", path, "application/merge-patch+json", patch, &obj) < 0)
+		goto out;
+	LOG_I(&u->log, "PhysicalGPU %s: status.currentState.driver = %s", name, *drv ? drv : "(none)");
+
+	if (strcmp(u->result, "switched") == 0) {
+		reason = "DriverSwitched";
+		snprintf(msg, sizeof(msg), "%s moved from %s to %s", u->s.addr,
+			 u->s.fn[u->s.dev].driver[0] ? u->s.fn[u->s.dev].driver : "no driver", *drv ? drv : "no driver");
+	} else if (strcmp(u->result, "unchanged") == 0) {
+		goto out; /* nothing happened: no event */
+	} else {
+		type = "Warning";
+		reason = exit_code == 4 ? "DriverSwitchRefused" : "DriverSwitchFailed";
+		snprintf(msg, sizeof(msg), "%s to %s: %s: %.1200s", u->s.addr, u->target, u->result, u->error);
+	}
+	now_rfc3339(now, sizeof(now));
+	snprintf(gen, sizeof(gen), "%.*s.", PGPU_NAME_MAX - 6, name);
+	ev = json_new_object();
+	{
+		struct json *md = json_new_object(), *io = json_new_object(), *src = json_new_object();
+
+		if (!ev || !md || !io || !src) {
+			json_free(md);
+			json_free(io);
+			json_free(src);
+			goto out;
+		}
+		json_set_str(md, "generateName", gen);
+		json_set_str(md, "namespace", "default");
+		json_set_str(io, "apiVersion", PGPU_API);
+		json_set_str(io, "kind", "PhysicalGPU");
+		json_set_str(io, "name", name);
+		json_set_str(io, "uid", json_get_str(json_get(obj, "metadata"), "uid", ""));
+		json_set_str(io, "resourceVersion", json_get_str(json_get(obj, "metadata"), "resourceVersion", ""));
+		json_set_str(src, "component", "vfio-switch");
+		json_set_str(src, "host", node);
+		json_set_str(ev, "apiVersion", "v1");
+		json_set_str(ev, "kind", "Event");
+		json_set_take(ev, "metadata", md);
+		json_set_take(ev, "involvedObject", io);
+		json_set_str(ev, "reason", reason);
+		json_set_str(ev, "message", msg);
+		json_set_str(ev, "type", type);
+		json_set_take(ev, "source", src);
+		json_set_str(ev, "reportingComponent", "vfio-switch");
+		json_set_str(ev, "reportingInstance", node);
+		json_set_str(ev, "firstTimestamp", now);
+		json_set_str(ev, "lastTimestamp", now);
+		json_set_take(ev, "count", json_new_number(1));
+	}
+	if (request(k, &u->log, "POST", "/api/v1/namespaces/default/events", "application/json", ev, NULL) == 0)
+		LOG_I(&u->log, "PhysicalGPU %s: event %s", name, reason);
+out:
+	json_free(patch);
+	json_free(obj);
+	json_free(ev);
+	kube_free(k);
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+int vfio_switch_main(int argc, char **argv)
+{
+	const char *pci = NULL, *to = NULL, *group = "auto", *output = "json", *node = NULL, *host = NULL,
+		   *kubeconfig = NULL;
+	int dry_run = 0, force = 0, update = 0, rc, exit_code = 0;
+	long verbosity = 0;
+	long long timeout_ms = 30000;
+	char addr[VFIO_ADDR_MAX], msg[1200], root[HOSTFS_PREFIX_MAX];
+	struct fb_errinfo ei;
+	struct vfio_req req = { 0 };
+	struct run *u;
+	struct opt opts[] = {
+		{ .lo = "pci", .kind = OPT_STR, .dst = &pci, .arg = "ADDRESS",
+		  .help = "the device, DDDD:BB:DD.F (domain may be longer) or BB:DD.F" },
+		{ .lo = "to", .kind = OPT_STR, .dst = &to, .arg = "DRIVER",
+		  .help = "vfio-pci, nvidia, any driver name, or default (clear the override)" },
+		{ .lo = "group", .kind = OPT_STR, .dst = &group, .arg = "auto|device",
+		  .help = "auto: the device's IOMMU group moves with it (default); device: only the device" },
+		{ .lo = "dry-run", .kind = OPT_FLAG, .dst = &dry_run, .help = "print the plan, change nothing" },
+		{ .lo = "force", .kind = OPT_FLAG, .dst = &force, .help = "go past the safety refusals" },
+		{ .lo = "timeout", .kind = OPT_DUR, .dst = &timeout_ms, .min = 1, .arg = "DUR",
+		  .help = "wait this long for each function to bind (default 30s)" },
+		{ .lo = "node", .kind = OPT_STR, .dst = &node, .arg = "NAME",
+		  .help = "this node's name, for the PhysicalGPU (default $NODE_NAME)" },
+		{ .lo = "update-physicalgpu", .kind = OPT_FLAG, .dst = &update,
+		  .help = "patch the device's PhysicalGPU status.currentState and record an Event" },
+		{ .lo = "kubeconfig", .kind = OPT_STR, .dst = &kubeconfig, .arg = "PATH",
+		  .help = "kubeconfig for --update-physicalgpu (default $KUBECONFIG, in-cluster)" },
+		{ .lo = "output", .so = 'o', .kind = OPT_STR, .dst = &output, .arg = "json|text",
+		  .help = "result on stdout as JSON (default) or text" },
+		{ .lo = "host-prefix", .kind = OPT_STR, .dst = &host, .arg = "P",
+		  .help = "host sysfs at P+\"sys\" (default /host- if /host-sys exists, else /); "
+			  "P ending in / is also the root modprobe runs in" },
+		{ .lo = "v", .so = 'v', .kind = OPT_INT, .dst = &verbosity, .min = 0, .max = 10, .arg = "N",
+		  .help = "log verbosity (1: every sysfs write)" },
+	};
+	const struct opt_spec spec = { "vfio-switch", usage, opts, sizeof(opts) / sizeof(opts[0]) };
+
+	if ((rc = opt_parse_only(&spec, argc, argv)) >= 0)
+		return rc;
+	if (!pci || !to) {
+		fprintf(stderr, "vfio-switch: --pci and --to are required (see --help)\n");
+		return 2;
+	}
+	if (vfio_parse_addr(pci, addr) < 0) {
+		fprintf(stderr, "vfio-switch: --pci \"%s\": not a PCI address (DDDD:BB:DD.F, device <= 1f, function <= 7)\n",
+			pci);
+		return 2;
+	}
+	if (!vfio_valid_driver(to) || strcmp(to, "none") == 0) {
+		fprintf(stderr, "vfio-switch: --to \"%s\": not a driver name%s\n", to,
+			strcmp(to, "none") == 0 ? " (\"none\" would leave the device without a driver)" : "");
+		return 2;
+	}
+	if (strcmp(group, "auto") == 0)
+		req.group = VFIO_GROUP_AUTO;
+	else if (strcmp(group, "device") == 0)
+		req.group = VFIO_GROUP_DEVICE;
+	else {
+		fprintf(stderr, "vfio-switch: --group \"%s\": must be auto or device\n", group);
+		return 2;
+	}
+	if (strcmp(output, "json") != 0 && strcmp(output, "text") != 0) {
+		fprintf(stderr, "vfio-switch: --output \"%s\": must be json or text\n", output);
+		return 2;
+	}
+	if (!node || !*node)
+		node = getenv("NODE_NAME");
+	if (update && (!node || !*node)) {
+		fprintf(stderr, "vfio-switch: --update-physicalgpu needs --node or $NODE_NAME\n");
+		return 2;
+	}
+	req.force = force;
+	if (!(u = calloc(1, sizeof(*u)))) {
+		fprintf(stderr, "vfio-switch: out of memory\n");
+		return 1;
+	}
+	log_init(&u->log);
+	u->log.v = (int)verbosity;
+	u->dry_run = dry_run;
+	u->target = to;
+	hostfs_init(&u->h);
+	if (hostfs_setup(&u->h, host) < 0) {
+		fprintf(stderr, "vfio-switch: --host-prefix is too long\n");
+		free(u);
+		return 2;
+	}
+
+	fb_errinfo_init(&ei);
+	rc = vfio_snapshot(&u->h, addr, to, &u->s, &ei);
+	if (rc == -FB_ENOENT && u->s.n == 0) {
+		snprintf(u->error, sizeof(u->error), "no PCI device %s (%s)", addr, fb_errinfo_str(&ei, msg, sizeof(msg)));
+		LOG_E(&u->log, "%s", u->error);
+		u->result = "not-found";
+		print_result(u, addr, output[0] == 't');
+		free(u);
+		return 3;
+	}
+	if (rc < 0) {
+		LOG_E(&u->log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		free(u);
+		return 1;
+	}
+	vfio_plan(&u->s, &req, &u->p);
+	if (u->p.warn[0])
+		LOG_W(&u->log, "%s", u->p.warn);
+	if (u->p.verdict == VFIO_PLAN_REFUSED) {
+		snprintf(u->error, sizeof(u->error), "%s", u->p.why);
+		LOG_E(&u->log, "refused: %s", u->error);
+		u->result = "refused";
+		exit_code = 4;
+	} else if (u->p.verdict == VFIO_PLAN_NOTHING) {
+		LOG_I(&u->log, "%s: already %s", addr, strcmp(to, VFIO_DEFAULT) == 0 ? "without an override" : "bound");
+		u->result = "unchanged";
+	} else if (dry_run) {
+		u->result = "dry-run";
+	} else {
+		struct vfio_ops ops;
+		struct vfio_real real = { .h = &u->h, .root = NULL, .log = &u->log };
+		size_t n = strlen(u->h.prefix);
+
+		/* a prefix that is a directory ("/host/") is the host's root for modprobe */
+		if (n > 1 && u->h.prefix[n - 1] == '/') {
+			snprintf(root, sizeof(root), "%.*s", (int)n - 1, u->h.prefix);
+			real.root = root;
+		}
+		vfio_ops_real(&ops, &real);
+		for (size_t i = 0; i < u->s.n; i++)
+			if (u->p.fn_moves[i])
+				LOG_I(&u->log, "%s: %s -> %s", u->s.fn[i].addr,
+				      u->s.fn[i].driver[0] ? u->s.fn[i].driver : "(none)", u->p.fn_target[i]);
+		exit_code = vfio_apply(&u->s, &u->p, &ops, timeout_ms, &u->log, &u->r);
+		u->applied = exit_code != 4;
+		snprintf(u->error, sizeof(u->error), "%s", u->r.why);
+		u->result = exit_code == 0 ? "switched" : exit_code == 4 ? "refused" : exit_code == 5 ? "rolled-back"
+										     : "rollback-failed";
+	}
+	if (print_result(u, addr, output[0] == 't') < 0) {
+		LOG_E(&u->log, "cannot write the result to stdout");
+		if (!exit_code)
+			exit_code = 1;
+	}
+	if (update && !dry_run)
+		update_pgpu(u, node, kubeconfig, exit_code);
+	free(u);
+	return exit_code;
+}

@@ -1,0 +1,195 @@
+# vfio-switch on copies of the vfio fixture tree (tests/fixtures/sysfs/mkgpufixtures),
+# with fakekernel.py playing the kernel's part of driver binding; and the
+# PhysicalGPU status + Event against the test API server.
+# The unit test (unit/vfio) injects a failure at every step; tests/vm/ runs it
+# on a real kernel.
+. "$(dirname "$0")/testing.sh"
+. "$FB_TOP/tests/k8s/start.sh"
+F=$FB_TOP/tests/fixtures/sysfs/vfio
+T=$W/t
+fkpid=
+stop_fk() {
+	if [ -n "$fkpid" ]; then
+		kill "$fkpid" 2>/dev/null
+		wait "$fkpid" 2>/dev/null
+		fkpid=
+	fi
+}
+trap 'stop_fk; k8s_stop; rm -rf "$W"' EXIT
+
+# fresh [fakekernel args]: a new copy of the tree with its kernel running
+fresh() {
+	stop_fk
+	rm -rf "$T"
+	cp -r "$F" "$T"
+	chmod -R u+w "$T"
+	python3 "$FB_TOP/tests/applets/fakekernel.py" "$T" "$@" &
+	fkpid=$!
+	for _ in $(seq 100); do
+		[ -f "$T/fakekernel.ready" ] && return 0
+		sleep 0.05
+	done
+	fail "fakekernel starts"
+	return 1
+}
+# state ADDR...: "driver/override" per address, "-" for none
+state() {
+	local a d o out=
+	for a in "$@"; do
+		d=$(readlink "$T/sys/bus/pci/devices/$a/driver" 2>/dev/null)
+		o=$(cat "$T/sys/bus/pci/devices/$a/driver_override")
+		[ "$o" = "(null)" ] && o=
+		d=${d##*/}
+		out="$out ${d:--}/${o:--}"
+	done
+	echo "${out# }"
+}
+# tree: every driver link and override of the tree, for "changes nothing"
+tree() {
+	(cd "$T/sys/bus/pci/devices" && for a in *; do
+		printf '%s %s %s\n' "$a" "$(readlink "$a/driver" 2>/dev/null)" "$(cat "$a/driver_override")"
+	done)
+}
+# j EXPR: evaluates a Python expression over the JSON result read from stdin as r
+j() { python3 -c "import json,sys; r=json.load(sys.stdin); v=($1); print(v)"; }
+kernlog() { cat "$T/fakekernel.log" 2>/dev/null; }
+
+VS="$FB vfio-switch --host-prefix $T/"
+GPU=0000:01:00.0
+HDA=0000:01:00.1
+
+# 1. Usage errors: exit 2 with a message that names the problem.
+testing "no arguments: exit 2" "$FB vfio-switch 2>err; echo \$?; grep -c 'are required' err" "2\n1\n"
+for bad in 0000:65:00 0000:65:20.0 0000:65:00.8 000:65:00.0 100000000:00:00.0 g000:65:00.0 "0000:65:00.0/.." ""; do
+	testing "malformed address \"$bad\": exit 2, named" \
+		"$VS --pci '$bad' --to vfio-pci 2>err; echo \$?; grep -c 'not a PCI address' err" "2\n1\n"
+done
+testing "--to with a slash: exit 2" "$VS --pci $GPU --to ../x 2>err; echo \$?; grep -c 'not a driver name' err" "2\n1\n"
+testing "--to none would leave it driverless: exit 2" "$VS --pci $GPU --to none 2>/dev/null; echo \$?" "2\n"
+testing "--group other: exit 2" "$VS --pci $GPU --to vfio-pci --group all 2>/dev/null; echo \$?" "2\n"
+testing "--output yaml: exit 2" "$VS --pci $GPU --to vfio-pci --output yaml 2>/dev/null; echo \$?" "2\n"
+testing "--update-physicalgpu without a node name: exit 2" \
+	"env -u NODE_NAME $VS --pci $GPU --to vfio-pci --update-physicalgpu 2>err; echo \$?; grep -c 'needs --node' err" "2\n1\n"
+
+fresh
+# 2. A device that does not exist: exit 3.
+testing "unknown device: exit 3, result not-found" \
+	"$VS --pci 0000:99:00.0 --to vfio-pci 2>/dev/null | j 'r[\"result\"], r[\"error\"][:26]'; $VS --pci 0000:99:00.0 --to vfio-pci >/dev/null 2>&1; echo \$?" \
+	"('not-found', 'no PCI device 0000:99:00.0')\n3\n"
+
+# 3. Safety refusals: exit 4, nothing written.
+before=$(tree)
+testing "a group shared with another card's NIC: refused, naming the NIC" \
+	"$VS --pci 0000:02:00.0 --to vfio-pci 2>/dev/null | j 'r[\"result\"], \"0000:03:00.0 (class 0200, ice)\" in r[\"error\"]'; $VS --pci 0000:02:00.0 --to vfio-pci >/dev/null 2>&1; echo \$?" \
+	"('refused', True)\n4\n"
+testing "the boot VGA device: refused" \
+	"$VS --pci 0000:04:00.0 --to vfio-pci 2>/dev/null | j '\"boot VGA\" in r[\"error\"]'; $VS --pci 0000:04:00.0 --to vfio-pci >/dev/null 2>&1; echo \$?" \
+	"True\n4\n"
+testing "no IOMMU group: refused" \
+	"$VS --pci 0000:05:00.0 --to vfio-pci 2>/dev/null | j '\"has no IOMMU group\" in r[\"error\"]'; $VS --pci 0000:05:00.0 --to vfio-pci >/dev/null 2>&1; echo \$?" \
+	"True\n4\n"
+testing "refusals wrote nothing" "tree; kernlog" "$before"
+
+# 4. --dry-run: the plan, and no write at all.
+testing "--dry-run: the plan of both functions" \
+	"$VS --pci $GPU --to vfio-pci --dry-run 2>/dev/null | j 'r[\"result\"], [(f[\"address\"], f[\"from\"], f[\"to\"], f[\"result\"]) for f in r[\"functions\"]], len(r[\"plan\"]), r[\"plan\"][0]'" \
+	"('dry-run', [('$GPU', 'nvidia', 'vfio-pci', 'planned'), ('$HDA', 'snd_hda_intel', 'vfio-pci', 'planned')], 8, 'write $T/sys/bus/pci/devices/$GPU/driver_override: vfio-pci')\n"
+testing "--dry-run changed nothing, the kernel saw no write" "tree; kernlog" "$before"
+
+# 5. The switch: GPU and HDA to vfio-pci, overrides set, exit 0.
+testing "switch to vfio-pci: both functions, exit 0" \
+	"$VS --pci $GPU --to vfio-pci >out 2>$W/err.log; rc=\$?; j 'r[\"result\"], r[\"from\"], r[\"iommuGroup\"], [(f[\"address\"], f[\"to\"], f[\"result\"]) for f in r[\"functions\"]]' <out; echo \$rc" \
+	"('switched', 'nvidia', '2', [('$GPU', 'vfio-pci', 'switched'), ('$HDA', 'vfio-pci', 'switched')])\n0\n"
+testing "the tree: both on vfio-pci with the override" "state $GPU $HDA 0000:00:1c.0" \
+	"vfio-pci/vfio-pci vfio-pci/vfio-pci pcieport/-\n"
+testing "the kernel saw unbind, probe per function, in order" "kernlog" \
+	"unbind $GPU: from nvidia\nprobe $GPU: bound to vfio-pci\nunbind $HDA: from snd_hda_intel\nprobe $HDA: bound to vfio-pci\n"
+n=$(kernlog | wc -l)
+testing "a second identical call: unchanged, exit 0, no write" \
+	"$VS --pci $GPU --to vfio-pci 2>/dev/null | j 'r[\"result\"], [f[\"result\"] for f in r[\"functions\"]]'; kernlog | wc -l" \
+	"('unchanged', ['unchanged', 'unchanged'])\n$n\n"
+testing "--to default: the override cleared, the host drivers back" \
+	"$VS --pci $GPU --to default 2>/dev/null | j 'r[\"result\"], [f[\"to\"] for f in r[\"functions\"]]'; state $GPU $HDA" \
+	"('switched', ['nvidia', 'snd_hda_intel'])\nnvidia/- snd_hda_intel/-\n"
+testing "text output" "$VS --pci $GPU --to vfio-pci -o text 2>/dev/null | grep -v '^  '" \
+	"$GPU  nvidia -> vfio-pci  switched\n$HDA  snd_hda_intel -> vfio-pci  switched\nswitched\n"
+testing "--to nvidia from vfio-pci: the GPU to nvidia, the HDA to its own driver" \
+	"$VS --pci $GPU --to nvidia 2>/dev/null | j 'r[\"result\"]'; state $GPU $HDA" \
+	"switched\nnvidia/nvidia snd_hda_intel/-\n"
+
+# 6. --group device, --force, a VMD domain.
+fresh
+testing "--group device: only the GPU, a warning that the group is not viable" \
+	"$VS --pci $GPU --to vfio-pci --group device 2>/dev/null | j 'r[\"result\"], \"not viable\" in r[\"warning\"]'; state $GPU $HDA" \
+	"('switched', True)\nvfio-pci/vfio-pci snd_hda_intel/-\n"
+testing "--force moves a shared group, NIC included" \
+	"$VS --pci 0000:02:00.0 --to vfio-pci --force 2>/dev/null | j 'r[\"result\"], \"forced past\" in r[\"warning\"]'; state 0000:02:00.0 0000:03:00.0" \
+	"('switched', True)\nvfio-pci/vfio-pci vfio-pci/vfio-pci\n"
+testing "a domain of 5 hex digits, unbound before" \
+	"$VS --pci 10000:01:00.0 --to vfio-pci 2>/dev/null | j 'r[\"result\"], r[\"from\"]'; state 10000:01:00.0" \
+	"('switched', None)\nvfio-pci/vfio-pci\n"
+testing "a pair already on vfio-pci: unchanged" \
+	"$VS --pci 0000:06:00.1 --to vfio-pci 2>/dev/null | j 'r[\"result\"]'" "unchanged\n"
+
+# 7. Failures: rolled back (5), or stuck and listed (6).
+fresh --refuse $HDA=vfio-pci
+testing "the HDA's probe fails: rolled back, exit 5" \
+	"$VS --pci $GPU --to vfio-pci --timeout 400ms >out 2>$W/err.log; rc=\$?; j 'r[\"result\"], [f[\"result\"] for f in r[\"functions\"]], \"$HDA: on no driver after 400 ms\" in r[\"error\"]' <out; echo \$rc" \
+	"('rolled-back', ['rolled-back', 'rolled-back'], True)\n5\n"
+testing "after the rollback: both on their drivers, no override" "state $GPU $HDA" "nvidia/- snd_hda_intel/-\n"
+fresh --refuse $HDA=vfio-pci --refuse $GPU=nvidia
+testing "the GPU refuses nvidia again: exit 6, stuck device listed" \
+	"$VS --pci $GPU --to vfio-pci --timeout 400ms >out 2>$W/err.log; rc=\$?; j 'r[\"result\"], r[\"stuck\"], \"rollback failed for $GPU\" in r[\"error\"]' <out; echo \$rc" \
+	"('rollback-failed', ['$GPU'], True)\n6\n"
+
+# 8. Loading the target driver with modprobe from PATH.
+fresh
+mkdir -p "$W/bin"
+cat >"$W/bin/modprobe" <<EOF
+#!/bin/sh
+# fake modprobe: registers the driver in the test tree
+[ "\$1" = -q ] && shift
+echo "\$@" >>"$W/modprobe.log"
+[ "\$1" = nouveau ] || exit 1
+mkdir -p "$T/sys/bus/pci/drivers/\$1" && : >"$T/sys/bus/pci/drivers/\$1/unbind" && : >"$T/sys/bus/pci/drivers/\$1/bind"
+EOF
+chmod +x "$W/bin/modprobe"
+testing "a driver not loaded is modprobe'd, then bound" \
+	"PATH=$W/bin:\$PATH $VS --pci $GPU --to nouveau 2>/dev/null | j 'r[\"result\"], r[\"plan\"][0]'; cat $W/modprobe.log; state $GPU $HDA" \
+	"('switched', 'modprobe nouveau')\nnouveau\nnouveau/nouveau snd_hda_intel/-\n"
+fresh
+before=$(tree)
+testing "a driver modprobe cannot load: refused, exit 4, nothing written" \
+	"PATH=$W/bin:\$PATH $VS --pci $GPU --to nosuchdrv 2>/dev/null | j 'r[\"result\"], \"modprobe nosuchdrv did not load it\" in r[\"error\"]'; PATH=$W/bin:\$PATH $VS --pci $GPU --to nosuchdrv >/dev/null 2>&1; echo \$?; tree; kernlog" \
+	"('refused', True)\n4\n$before\n"
+
+# 9. --update-physicalgpu: status.currentState and an Event, with the node's own rights.
+k8s_start "$W/k8s" || { fail "test API server starts"; exit 1; }
+P=/apis/gpu.deckhouse.io/v1alpha1/physicalgpus
+printf '{"apiVersion":"gpu.deckhouse.io/v1alpha1","kind":"PhysicalGPU","metadata":{"name":"node1-0000-01-00-0","labels":{"gpu.deckhouse.io/node":"node1"}},"spec":{}}' |
+	k8s_ctl put $P/node1-0000-01-00-0 - >/dev/null
+printf '{"apiVersion":"gpu.deckhouse.io/v1alpha1","kind":"PhysicalGPU","metadata":{"name":"node1-0000-02-00-0","labels":{"gpu.deckhouse.io/node":"node1"}},"spec":{}}' |
+	k8s_ctl put $P/node1-0000-02-00-0 - >/dev/null
+fresh
+UP="$VS --node node1 --update-physicalgpu --kubeconfig $K8S_DIR/kubeconfig-node1"
+testing "switch with --update-physicalgpu: exit 0" "$UP -v 5 --pci $GPU --to vfio-pci >/dev/null 2>$W/up.log; echo \$?" "0\n"
+testing "status.currentState is vfio-pci / VFIO" \
+	"k8s_ctl get $P/node1-0000-01-00-0 | j 'r[\"status\"][\"currentState\"]'" "{'driver': 'vfio-pci', 'driverType': 'VFIO'}\n"
+events() { k8s_ctl get /api/v1/namespaces/default/events | j '[(e["reason"], e["type"], e["involvedObject"]["kind"], e["involvedObject"]["name"], bool(e["involvedObject"]["uid"])) for e in r["items"]]'; }
+testing "an Event DriverSwitched on the PhysicalGPU" "events" \
+	"[('DriverSwitched', 'Normal', 'PhysicalGPU', 'node1-0000-01-00-0', True)]\n"
+testing "unchanged: status patched again, no Event" \
+	"$UP --pci $GPU --to vfio-pci >/dev/null 2>&1; echo \$?; k8s_ctl count patch '/status\$'; events" \
+	"0\n2\n[('DriverSwitched', 'Normal', 'PhysicalGPU', 'node1-0000-01-00-0', True)]\n"
+testing "refused: exit 4 kept, a Warning Event" \
+	"$UP --pci 0000:02:00.0 --to vfio-pci >/dev/null 2>&1; echo \$?; events | grep -o \"'DriverSwitchRefused', 'Warning', 'PhysicalGPU', 'node1-0000-02-00-0'\"" \
+	"4\n'DriverSwitchRefused', 'Warning', 'PhysicalGPU', 'node1-0000-02-00-0'\n"
+testing "no PhysicalGPU for the device: exit 4 kept, a warning naming the 404, no Event" \
+	"$UP --pci 0000:04:00.0 --to vfio-pci >/dev/null 2>$W/err.log; echo \$?; grep -c 'node1-0000-04-00-0/status: HTTP 404' $W/err.log; events | grep -c 04-00-0" "4\n1\n0\n"
+k8s_ctl fault --path physicalgpus --status 500 --count -1 >/dev/null
+testing "API failing: the switch still succeeds, exit 0, a warning" \
+	"$UP --pci $GPU --to default >/dev/null 2>$W/err.log; echo \$?; grep -c 'HTTP 500' $W/err.log; state $GPU" "0\n1\nnvidia/-\n"
+k8s_ctl clear-faults >/dev/null
+testing "the token never reaches the log" "cat $W/up.log $W/err.log | grep -c \"\$(cat $K8S_DIR/tokens/node1)\"" "0\n"
+
+done_testing

@@ -1,0 +1,724 @@
+/* core/vfio: address parsing, snapshots of the fixture tree, the plan as a
+ * table of snapshots -> write lists, and apply against a model of the
+ * kernel's driver-binding files with a failure injected at every step. */
+#include "t.h"
+
+#include "../../core/vfio.h"
+
+/* ---- building snapshots ------------------------------------------------- */
+
+/* Adds a function: flags is a string of letters: d = the device, g = in
+ * the group, l = linked, v = boot_vga 1. */
+static void fn_add(struct vfio_snap *s, const char *addr, const char *cls, const char *drv, const char *ov,
+		   const char *flags)
+{
+	struct vfio_fn *f = &s->fn[s->n];
+
+	memset(f, 0, sizeof(*f));
+	snprintf(f->addr, sizeof(f->addr), "%s", addr);
+	snprintf(f->cls, sizeof(f->cls), "%s", cls);
+	snprintf(f->driver, sizeof(f->driver), "%s", drv);
+	snprintf(f->override, sizeof(f->override), "%s", ov);
+	f->boot_vga = strchr(flags, 'v') ? 1 : -1;
+	f->in_group = strchr(flags, 'g') != NULL;
+	f->linked = strchr(flags, 'l') != NULL;
+	if (strchr(flags, 'd')) {
+		f->is_device = 1;
+		s->dev = s->n;
+		snprintf(s->addr, sizeof(s->addr), "%s", addr);
+	}
+	s->n++;
+}
+
+static void snap_init(struct vfio_snap *s, const char *group, const char *target, int loaded)
+{
+	memset(s, 0, sizeof(*s));
+	snprintf(s->group, sizeof(s->group), "%s", group);
+	snprintf(s->target, sizeof(s->target), "%s", target);
+	s->target_loaded = loaded;
+}
+
+/* The plan as text: "GO|NOTHING|REFUSED" then one line per step. */
+static void plan_text(const struct vfio_snap *s, const struct vfio_plan *p, char *out, size_t size)
+{
+	static const char *const v[] = { "GO", "NOTHING", "REFUSED" };
+	size_t n = (size_t)snprintf(out, size, "%s\n", v[p->verdict]);
+
+	for (size_t k = 0; k < p->n && n < size; k++) {
+		char line[256];
+
+		vfio_step_str(s, &p->step[k], "/", line, sizeof(line));
+		n += (size_t)snprintf(out + n, size - n, "%s\n", line);
+	}
+}
+
+/* ---- the plan table ----------------------------------------------------- */
+
+enum scen {
+	S_GPU_HDA,      /* nvidia GPU + snd_hda_intel HDA in group 2, a root port too */
+	S_GPU_HDA_VFIO, /* both on vfio-pci with overrides */
+	S_GPU_NIC,      /* group shared with another card's NIC */
+	S_BOOT_VGA,
+	S_NO_GROUP,
+	S_LONG_DOMAIN,  /* 10000:01:00.0, unbound */
+	S_HALF,         /* GPU on vfio-pci, HDA still on snd_hda_intel */
+	S_TWO_GPUS,     /* two GPUs of one class behind a switch in one group */
+	S_LINKED,       /* HDA consumer outside the group */
+	S_BRIDGE,       /* the device is a bridge */
+	S_DRIVERLESS,   /* an unrelated driverless member */
+};
+
+static void scen(struct vfio_snap *s, enum scen sc, const char *target, int loaded)
+{
+	switch (sc) {
+	case S_GPU_HDA:
+		snap_init(s, "2", target, loaded);
+		fn_add(s, "0000:00:1c.0", "060400", "pcieport", "", "g");
+		fn_add(s, "0000:01:00.0", "030000", "nvidia", "", "dgl");
+		fn_add(s, "0000:01:00.1", "040300", "snd_hda_intel", "", "gl");
+		break;
+	case S_GPU_HDA_VFIO:
+		snap_init(s, "6", target, loaded);
+		fn_add(s, "0000:06:00.0", "030000", "vfio-pci", "vfio-pci", "dg");
+		fn_add(s, "0000:06:00.1", "040300", "vfio-pci", "vfio-pci", "g");
+		break;
+	case S_GPU_NIC:
+		snap_init(s, "3", target, loaded);
+		fn_add(s, "0000:02:00.0", "030200", "nvidia", "", "dg");
+		fn_add(s, "0000:03:00.0", "020000", "ice", "", "g");
+		break;
+	case S_BOOT_VGA:
+		snap_init(s, "4", target, loaded);
+		fn_add(s, "0000:04:00.0", "030000", "ast", "", "dgv");
+		break;
+	case S_NO_GROUP:
+		snap_init(s, "", target, loaded);
+		fn_add(s, "0000:05:00.0", "030200", "nvidia", "", "dg");
+		break;
+	case S_LONG_DOMAIN:
+		snap_init(s, "7", target, loaded);
+		fn_add(s, "10000:01:00.0", "030200", "", "", "dg");
+		break;
+	case S_HALF:
+		snap_init(s, "2", target, loaded);
+		fn_add(s, "0000:01:00.0", "030000", "vfio-pci", "vfio-pci", "dg");
+		fn_add(s, "0000:01:00.1", "040300", "snd_hda_intel", "", "g");
+		break;
+	case S_TWO_GPUS:
+		snap_init(s, "9", target, loaded);
+		fn_add(s, "0000:40:00.0", "060400", "pcieport", "", "g");
+		fn_add(s, "0000:41:00.0", "030200", "nvidia", "", "dg");
+		fn_add(s, "0000:42:00.0", "030200", "nvidia", "", "g");
+		break;
+	case S_LINKED:
+		snap_init(s, "2", target, loaded);
+		fn_add(s, "0000:01:00.0", "030000", "nvidia", "", "dg");
+		fn_add(s, "0000:08:00.0", "040300", "snd_hda_intel", "", "l");
+		break;
+	case S_BRIDGE:
+		snap_init(s, "1", target, loaded);
+		fn_add(s, "0000:00:1c.0", "060400", "pcieport", "", "dg");
+		break;
+	case S_DRIVERLESS:
+		snap_init(s, "3", target, loaded);
+		fn_add(s, "0000:02:00.0", "030200", "nvidia", "", "dg");
+		fn_add(s, "0000:03:00.0", "020000", "", "", "g");
+		break;
+	}
+}
+
+#define DEV(a) "/sys/bus/pci/devices/" a
+#define MOVE(a, drv, from) \
+	"write " DEV(a) "/driver_override: " drv "\n" \
+	"write " DEV(a) "/driver/unbind: " a "\n" \
+	"write /sys/bus/pci/drivers_probe: " a "\n" \
+	"wait until " a " is bound to " drv "\n"
+#define HOST(a) "a host (non-VFIO) driver"
+#define BACK(a) \
+	"write " DEV(a) "/driver_override: \\n\n" \
+	"write " DEV(a) "/driver/unbind: " a "\n" \
+	"write /sys/bus/pci/drivers_probe: " a "\n" \
+	"wait until " a " is bound to a host (non-VFIO) driver\n"
+
+struct plan_case {
+	const char *name;
+	enum scen sc;
+	const char *target;
+	int loaded, force;
+	enum vfio_group_mode group;
+	const char *want;       /* plan_text */
+	const char *why, *warn; /* substrings of p.why / p.warn, or NULL */
+};
+
+static const struct plan_case plan_cases[] = {
+	{ "GPU + HDA to vfio-pci: both move, the root port stays", S_GPU_HDA, "vfio-pci", 1, 0, VFIO_GROUP_AUTO,
+	  "GO\n" MOVE("0000:01:00.0", "vfio-pci", "nvidia") MOVE("0000:01:00.1", "vfio-pci", "snd_hda_intel"),
+	  NULL, NULL },
+	{ "already bound: nothing to do", S_GPU_HDA_VFIO, "vfio-pci", 1, 0, VFIO_GROUP_AUTO, "NOTHING\n", NULL,
+	  NULL },
+	{ "already bound, target not even loaded: nothing to do", S_GPU_HDA, "nvidia", 0, 0, VFIO_GROUP_AUTO,
+	  "NOTHING\n", NULL, NULL },
+	{ "half moved: only the HDA function", S_HALF, "vfio-pci", 1, 0, VFIO_GROUP_AUTO,
+	  "GO\n" MOVE("0000:01:00.1", "vfio-pci", "snd_hda_intel"), NULL, NULL },
+	{ "group with another card's NIC: refused, naming it", S_GPU_NIC, "vfio-pci", 1, 0, VFIO_GROUP_AUTO,
+	  "REFUSED\n", "IOMMU group 3 also holds unrelated devices that would move: 0000:03:00.0 (class 0200, ice)",
+	  NULL },
+	{ "group with another card's NIC, --force: the NIC moves too", S_GPU_NIC, "vfio-pci", 1, 1,
+	  VFIO_GROUP_AUTO, "GO\n" MOVE("0000:02:00.0", "vfio-pci", "nvidia") MOVE("0000:03:00.0", "vfio-pci", "ice"),
+	  NULL, "forced past: IOMMU group 3" },
+	{ "group with another card's NIC, --group device: only the GPU, a warning", S_GPU_NIC, "vfio-pci", 1, 0,
+	  VFIO_GROUP_DEVICE, "GO\n" MOVE("0000:02:00.0", "vfio-pci", "nvidia"), NULL,
+	  "--group device: IOMMU group 3 is not viable for VFIO while 0000:03:00.0 (ice) keep their host driver" },
+	{ "--group device on GPU + HDA: the HDA stays", S_GPU_HDA, "vfio-pci", 1, 0, VFIO_GROUP_DEVICE,
+	  "GO\n" MOVE("0000:01:00.0", "vfio-pci", "nvidia"), NULL, "0000:01:00.1 (snd_hda_intel)" },
+	{ "boot VGA to vfio-pci: refused", S_BOOT_VGA, "vfio-pci", 1, 0, VFIO_GROUP_AUTO, "REFUSED\n",
+	  "0000:04:00.0 is the boot VGA device (boot_vga=1)", NULL },
+	{ "boot VGA with --force", S_BOOT_VGA, "vfio-pci", 1, 1, VFIO_GROUP_AUTO,
+	  "GO\n" MOVE("0000:04:00.0", "vfio-pci", "ast"), NULL, "boot VGA" },
+	{ "boot VGA to another host driver is no VFIO move: allowed", S_BOOT_VGA, "simpledrm", 1, 0, VFIO_GROUP_AUTO,
+	  "GO\n" MOVE("0000:04:00.0", "simpledrm", "ast"), NULL, NULL },
+	{ "no IOMMU group: refused for vfio-pci", S_NO_GROUP, "vfio-pci", 1, 0, VFIO_GROUP_AUTO, "REFUSED\n",
+	  "0000:05:00.0 has no IOMMU group", NULL },
+	{ "--to default clears the overrides; both wait for a host driver", S_GPU_HDA_VFIO, "default", 1, 0,
+	  VFIO_GROUP_AUTO, "GO\n" BACK("0000:06:00.0") BACK("0000:06:00.1"), NULL, NULL },
+	{ "--to default with no override: nothing to do", S_GPU_HDA, "default", 1, 0, VFIO_GROUP_AUTO, "NOTHING\n",
+	  NULL, NULL },
+	{ "--to nvidia from vfio-pci: the GPU to nvidia, the HDA to its default driver", S_GPU_HDA_VFIO, "nvidia", 1,
+	  0, VFIO_GROUP_AUTO,
+	  "GO\n"
+	  "write " DEV("0000:06:00.0") "/driver_override: nvidia\n"
+	  "write " DEV("0000:06:00.0") "/driver/unbind: 0000:06:00.0\n"
+	  "write /sys/bus/pci/drivers_probe: 0000:06:00.0\n"
+	  "wait until 0000:06:00.0 is bound to nvidia\n" BACK("0000:06:00.1"),
+	  NULL, NULL },
+	{ "domain of 5 hex digits, unbound: no unbind, target loaded first", S_LONG_DOMAIN, "vfio-pci", 0, 0,
+	  VFIO_GROUP_AUTO,
+	  "GO\nmodprobe vfio-pci\n"
+	  "write " DEV("10000:01:00.0") "/driver_override: vfio-pci\n"
+	  "write /sys/bus/pci/drivers_probe: 10000:01:00.0\n"
+	  "wait until 10000:01:00.0 is bound to vfio-pci\n",
+	  NULL, NULL },
+	{ "two GPUs of one class in a group move together", S_TWO_GPUS, "vfio-pci", 1, 0, VFIO_GROUP_AUTO,
+	  "GO\n" MOVE("0000:41:00.0", "vfio-pci", "nvidia") MOVE("0000:42:00.0", "vfio-pci", "nvidia"), NULL, NULL },
+	{ "a device-link consumer outside the group moves with the GPU", S_LINKED, "vfio-pci", 1, 0,
+	  VFIO_GROUP_AUTO, "GO\n" MOVE("0000:01:00.0", "vfio-pci", "nvidia") MOVE("0000:08:00.0", "vfio-pci", "snd_hda_intel"),
+	  NULL, NULL },
+	{ "a bridge as the device: refused", S_BRIDGE, "vfio-pci", 1, 0, VFIO_GROUP_AUTO, "REFUSED\n",
+	  "0000:00:1c.0 is a bridge (class 0604)", NULL },
+	{ "an unrelated driverless member is viable already: left alone", S_DRIVERLESS, "vfio-pci", 1, 0,
+	  VFIO_GROUP_AUTO, "GO\n" MOVE("0000:02:00.0", "vfio-pci", "nvidia"), NULL, NULL },
+};
+
+static void test_plans(void)
+{
+	for (size_t i = 0; i < sizeof(plan_cases) / sizeof(plan_cases[0]); i++) {
+		const struct plan_case *c = &plan_cases[i];
+		struct vfio_snap s;
+		struct vfio_plan p;
+		struct vfio_req req = { .group = c->group, .force = c->force };
+		char got[4096], name[256];
+
+		scen(&s, c->sc, c->target, c->loaded);
+		vfio_plan(&s, &req, &p);
+		plan_text(&s, &p, got, sizeof(got));
+		snprintf(name, sizeof(name), "plan: %s", c->name);
+		T_STR(name, got, c->want);
+		if (c->why) {
+			snprintf(name, sizeof(name), "plan: %s: why", c->name);
+			T_OK(name, strstr(p.why, c->why) != NULL, "why \"%s\" lacks \"%s\"", p.why, c->why);
+		} else if (p.verdict != VFIO_PLAN_REFUSED) {
+			snprintf(name, sizeof(name), "plan: %s: no refusal text", c->name);
+			T_STR(name, p.why, "");
+		}
+		snprintf(name, sizeof(name), "plan: %s: warning", c->name);
+		if (c->warn)
+			T_OK(name, strstr(p.warn, c->warn) != NULL, "warn \"%s\" lacks \"%s\"", p.warn, c->warn);
+		else
+			T_STR(name, p.warn, "");
+	}
+}
+
+/* ---- addresses ---------------------------------------------------------- */
+
+static void test_addr(void)
+{
+	static const struct {
+		const char *in, *out; /* out NULL: rejected */
+	} c[] = {
+		{ "0000:65:00.0", "0000:65:00.0" },
+		{ "0000:65:1F.7", "0000:65:1f.7" },
+		{ "65:00.0", "0000:65:00.0" },
+		{ "10000:02:05.0", "10000:02:05.0" },
+		{ "ffffffff:ff:1f.7", "ffffffff:ff:1f.7" },
+		{ "100000000:00:00.0", NULL }, /* domain over 32 bits */
+		{ "000:65:00.0", NULL },
+		{ "0000:65:20.0", NULL }, /* device > 1f */
+		{ "0000:65:00.8", NULL }, /* function > 7 */
+		{ "0000:65:00", NULL },
+		{ "0000:6:00.0", NULL },
+		{ "0000:65:00.0 ", NULL },
+		{ "0000:65:00.0/..", NULL },
+		{ "../65:00.0", NULL },
+		{ "g000:65:00.0", NULL },
+		{ "", NULL },
+		{ "0000-65-00.0", NULL },
+		{ "0000:65:00.00", NULL },
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		char out[VFIO_ADDR_MAX] = "", name[96];
+		int rc = vfio_parse_addr(c[i].in, out);
+
+		snprintf(name, sizeof(name), "address \"%s\"", c[i].in);
+		if (c[i].out)
+			T_OK(name, rc == 0 && strcmp(out, c[i].out) == 0, "rc %d, \"%s\"", rc, out);
+		else
+			T_INT(name, rc, -FB_EINVAL);
+	}
+	T_INT("driver name vfio-pci", vfio_valid_driver("vfio-pci"), 1);
+	T_INT("driver name nvgrace_gpu_vfio_pci", vfio_valid_driver("nvgrace_gpu_vfio_pci"), 1);
+	T_INT("driver name with '/'", vfio_valid_driver("../vfio"), 0);
+	T_INT("driver name empty", vfio_valid_driver(""), 0);
+	T_INT("VFIO variants recognised", vfio_is_vfio("nvgrace_gpu_vfio_pci") && vfio_is_vfio("vfio-pci") &&
+						  !vfio_is_vfio("nvidia"), 1);
+}
+
+/* ---- snapshots of the fixture tree ------------------------------------- */
+
+static void test_snapshot(void)
+{
+	struct hostfs h;
+	struct vfio_snap s;
+	struct fb_errinfo ei;
+	char prefix[600];
+	const char *top = getenv("FB_TOP");
+	int rc;
+
+	snprintf(prefix, sizeof(prefix), "%s/tests/fixtures/sysfs/vfio/", top ? top : ".");
+	hostfs_init(&h);
+	hostfs_setup(&h, prefix);
+
+	fb_errinfo_init(&ei);
+	rc = vfio_snapshot(&h, "0000:01:00.0", "vfio-pci", &s, &ei);
+	T_INT("snapshot GPU+HDA: ok", rc, 0);
+	T_STR("snapshot GPU+HDA: group", s.group, "2");
+	T_INT("snapshot GPU+HDA: two functions", s.n, 2);
+	T_OK("snapshot GPU+HDA: the device, nvidia, not the boot VGA",
+	     s.fn[s.dev].is_device && !strcmp(s.fn[s.dev].driver, "nvidia") && s.fn[s.dev].boot_vga == 0 &&
+		     !strcmp(s.fn[s.dev].cls, "030000") && !strcmp(s.fn[s.dev].override, ""),
+	     "%s %s %d", s.fn[s.dev].addr, s.fn[s.dev].driver, s.fn[s.dev].boot_vga);
+	T_OK("snapshot GPU+HDA: the HDA, in the group and linked (consumer:pci:)",
+	     s.n == 2 && !strcmp(s.fn[1].addr, "0000:01:00.1") && s.fn[1].in_group && s.fn[1].linked &&
+		     !strcmp(s.fn[1].driver, "snd_hda_intel") && s.fn[1].boot_vga == -1,
+	     "%s in_group %d linked %d", s.fn[1].addr, s.fn[1].in_group, s.fn[1].linked);
+	T_INT("snapshot GPU+HDA: vfio-pci is registered", s.target_loaded, 1);
+
+	rc = vfio_snapshot(&h, "0000:06:00.1", "nouveau", &s, &ei);
+	T_OK("snapshot: overrides read, \"(null)\" is unset, nouveau not registered",
+	     rc == 0 && s.n == 2 && !strcmp(s.fn[0].override, "vfio-pci") && !strcmp(s.fn[1].override, "vfio-pci") &&
+		     s.dev == 1 && !s.target_loaded,
+	     "rc %d n %zu", rc, s.n);
+	rc = vfio_snapshot(&h, "0000:05:00.0", "vfio-pci", &s, &ei);
+	T_OK("snapshot: no IOMMU group: just the device", rc == 0 && s.n == 1 && s.group[0] == '\0', "rc %d", rc);
+	rc = vfio_snapshot(&h, "10000:01:00.0", "vfio-pci", &s, &ei);
+	T_OK("snapshot: VMD domain, unbound", rc == 0 && s.n == 1 && !strcmp(s.group, "7") && !s.fn[0].driver[0],
+	     "rc %d", rc);
+	rc = vfio_snapshot(&h, "0000:02:00.0", "vfio-pci", &s, &ei);
+	T_OK("snapshot: the NIC is in the A30's group",
+	     rc == 0 && s.n == 2 && !strcmp(s.fn[1].addr, "0000:03:00.0") && !strcmp(s.fn[1].cls, "020000"), "rc %d",
+	     rc);
+	rc = vfio_snapshot(&h, "0000:99:00.0", "vfio-pci", &s, &ei);
+	T_OK("snapshot: a missing device is -FB_ENOENT naming it",
+	     rc == -FB_ENOENT && s.n == 0 && strstr(ei.what, "0000:99:00.0"), "rc %d what %s", rc, ei.what);
+}
+
+/* ---- the fake kernel ---------------------------------------------------- */
+
+struct fk_dev {
+	char addr[VFIO_ADDR_MAX];
+	char driver[VFIO_DRV_MAX], override[VFIO_DRV_MAX];
+	char dflt[VFIO_DRV_MAX]; /* what binds without an override */
+};
+
+struct fk {
+	struct fk_dev d[8];
+	size_t n;
+	char loaded[8][VFIO_DRV_MAX];
+	size_t nloaded;
+	int modprobe_ok;
+	int writes;         /* writes seen */
+	int fail_at;        /* this write fails (-1: none) */
+	int nobind_at;      /* this drivers_probe write binds nothing (-1: none) */
+	int refuse_after;   /* once something failed, every later write fails */
+	int failed;
+	long long now;
+};
+
+static void fk_init(struct fk *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->fail_at = k->nobind_at = -1;
+}
+
+static void fk_dev(struct fk *k, const char *addr, const char *drv, const char *ov, const char *dflt)
+{
+	struct fk_dev *d = &k->d[k->n++];
+
+	snprintf(d->addr, sizeof(d->addr), "%s", addr);
+	snprintf(d->driver, sizeof(d->driver), "%s", drv);
+	snprintf(d->override, sizeof(d->override), "%s", ov);
+	snprintf(d->dflt, sizeof(d->dflt), "%s", dflt);
+}
+
+static void fk_load(struct fk *k, const char *drv)
+{
+	snprintf(k->loaded[k->nloaded++], VFIO_DRV_MAX, "%s", drv);
+}
+
+static struct fk_dev *fk_find(struct fk *k, const char *addr, size_t len)
+{
+	for (size_t i = 0; i < k->n; i++)
+		if (strlen(k->d[i].addr) == len && strncmp(k->d[i].addr, addr, len) == 0)
+			return &k->d[i];
+	return NULL;
+}
+
+static int fk_loaded(void *ctx, const char *drv)
+{
+	struct fk *k = ctx;
+
+	for (size_t i = 0; i < k->nloaded; i++)
+		if (strcmp(k->loaded[i], drv) == 0)
+			return 1;
+	return 0;
+}
+
+static int fk_write(void *ctx, const char *path, const char *value)
+{
+	struct fk *k = ctx;
+	int idx = k->writes++;
+	const char *devs = "sys/bus/pci/devices/";
+	struct fk_dev *d;
+
+	if (idx == k->fail_at || (k->failed && k->refuse_after)) {
+		k->failed = 1;
+		errno = EIO;
+		return -FB_EIO;
+	}
+	if (strncmp(path, devs, strlen(devs)) == 0) {
+		const char *a = path + strlen(devs), *slash = strchr(a, '/');
+
+		if (!slash || !(d = fk_find(k, a, (size_t)(slash - a)))) {
+			errno = ENOENT;
+			return -FB_ENOENT;
+		}
+		if (strcmp(slash, "/driver_override") == 0) {
+			size_t n = strlen(value);
+
+			if (n && value[n - 1] == '\n')
+				n--;
+			snprintf(d->override, sizeof(d->override), "%.*s", (int)n, value);
+			return 0;
+		}
+		if (strcmp(slash, "/driver/unbind") == 0) {
+			if (!d->driver[0]) { /* no driver link: the path does not exist */
+				errno = ENOENT;
+				return -FB_ENOENT;
+			}
+			if (strcmp(value, d->addr) != 0) {
+				errno = ENODEV;
+				return -FB_EIO;
+			}
+			d->driver[0] = '\0';
+			return 0;
+		}
+		errno = ENOENT;
+		return -FB_ENOENT;
+	}
+	if (strcmp(path, "sys/bus/pci/drivers_probe") == 0) {
+		const char *want;
+
+		if (!(d = fk_find(k, value, strlen(value)))) {
+			errno = ENODEV;
+			return -FB_EIO;
+		}
+		if (d->driver[0])
+			return 0;
+		if (idx == k->nobind_at) { /* the driver's probe failed */
+			k->failed = 1;
+			return 0;
+		}
+		want = d->override[0] ? d->override : d->dflt;
+		if (want[0] && fk_loaded(k, want))
+			snprintf(d->driver, sizeof(d->driver), "%s", want);
+		return 0;
+	}
+	errno = ENOENT;
+	return -FB_ENOENT;
+}
+
+static int fk_state(void *ctx, const char *addr, char *driver, char *override)
+{
+	struct fk *k = ctx;
+	struct fk_dev *d = fk_find(k, addr, strlen(addr));
+
+	if (!d)
+		return -FB_ENOENT;
+	strcpy(driver, d->driver);
+	strcpy(override, d->override);
+	return 0;
+}
+
+static int fk_modprobe(void *ctx, const char *module)
+{
+	struct fk *k = ctx;
+
+	if (!k->modprobe_ok)
+		return -FB_EIO;
+	fk_load(k, module);
+	return 0;
+}
+
+static long long fk_now(void *ctx)
+{
+	return ((struct fk *)ctx)->now;
+}
+
+static void fk_sleep(void *ctx, int ms)
+{
+	((struct fk *)ctx)->now += ms;
+}
+
+static void fk_ops(struct vfio_ops *o, struct fk *k)
+{
+	memset(o, 0, sizeof(*o));
+	o->ctx = k;
+	o->write = fk_write;
+	o->state = fk_state;
+	o->loaded = fk_loaded;
+	o->modprobe = fk_modprobe;
+	o->now_ms = fk_now;
+	o->sleep_ms = fk_sleep;
+}
+
+/* The fake's world, made to match a snapshot: every function as the
+ * snapshot saw it, default drivers given per scenario. */
+struct world {
+	const char *name;
+	enum scen sc;
+	const char *target;
+	int loaded;
+	const char *dflt[4];    /* default driver per snapshot function */
+	const char *want[4];    /* driver per function after a clean run */
+	const char *want_ov[4]; /* override per function after a clean run */
+};
+
+static const struct world worlds[] = {
+	{ "GPU+HDA to vfio-pci", S_GPU_HDA, "vfio-pci", 1, { "pcieport", "nvidia", "snd_hda_intel" },
+	  { "pcieport", "vfio-pci", "vfio-pci" }, { "", "vfio-pci", "vfio-pci" } },
+	{ "GPU+HDA back to default", S_GPU_HDA_VFIO, "default", 1, { "nvidia", "snd_hda_intel" },
+	  { "nvidia", "snd_hda_intel" }, { "", "" } },
+	{ "GPU+HDA to nvidia", S_GPU_HDA_VFIO, "nvidia", 1, { "nvidia", "snd_hda_intel" },
+	  { "nvidia", "snd_hda_intel" }, { "nvidia", "" } },
+	{ "unbound GPU in a VMD domain, vfio-pci loaded by modprobe", S_LONG_DOMAIN, "vfio-pci", 0, { "" },
+	  { "vfio-pci" }, { "vfio-pci" } },
+	{ "two GPUs of a group to vfio-pci", S_TWO_GPUS, "vfio-pci", 1, { "pcieport", "nvidia", "nvidia" },
+	  { "pcieport", "vfio-pci", "vfio-pci" }, { "", "vfio-pci", "vfio-pci" } },
+};
+
+static void world_fk(const struct world *w, const struct vfio_snap *s, struct fk *k)
+{
+	static const char *const drivers[] = { "pcieport", "nvidia", "snd_hda_intel", "vfio-pci" };
+
+	fk_init(k);
+	for (size_t i = 0; i < s->n; i++)
+		fk_dev(k, s->fn[i].addr, s->fn[i].driver, s->fn[i].override, w->dflt[i]);
+	for (size_t i = 0; i < sizeof(drivers) / sizeof(drivers[0]); i++)
+		fk_load(k, drivers[i]);
+	if (w->loaded && !fk_loaded(k, w->target))
+		fk_load(k, w->target);
+	else if (!w->loaded) /* the world lacks the target: unregister it */
+		for (size_t i = 0; i < k->nloaded; i++)
+			if (strcmp(k->loaded[i], w->target) == 0)
+				memmove(k->loaded[i], k->loaded[--k->nloaded], VFIO_DRV_MAX);
+	k->modprobe_ok = 1;
+}
+
+/* Every function back on its original driver and override. */
+static int restored(const struct vfio_snap *s, const struct fk *k, char *diff, size_t size)
+{
+	int ok = 1;
+
+	diff[0] = '\0';
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(k->d[i].driver, s->fn[i].driver) || strcmp(k->d[i].override, s->fn[i].override)) {
+			size_t n = strlen(diff);
+
+			snprintf(diff + n, size - n, "%s on \"%s\" override \"%s\"; ", k->d[i].addr, k->d[i].driver,
+				 k->d[i].override);
+			ok = 0;
+		}
+	return ok;
+}
+
+static void test_apply(void)
+{
+	struct fb_log lg;
+
+	log_init(&lg);
+	lg.fd = open("/dev/null", O_WRONLY);
+	for (size_t w = 0; w < sizeof(worlds) / sizeof(worlds[0]); w++) {
+		const struct world *wd = &worlds[w];
+		struct vfio_snap s;
+		struct vfio_plan p;
+		struct vfio_req req = { .group = VFIO_GROUP_AUTO };
+		struct vfio_result r;
+		struct vfio_ops o;
+		struct fk k;
+		char name[256], diff[512];
+		int writes, probes[16], np = 0, ok = 1;
+
+		scen(&s, wd->sc, wd->target, wd->loaded);
+		vfio_plan(&s, &req, &p);
+		world_fk(wd, &s, &k);
+		fk_ops(&o, &k);
+
+		/* a clean run */
+		snprintf(name, sizeof(name), "apply %s: exit 0, every function where it belongs", wd->name);
+		vfio_apply(&s, &p, &o, 1000, &lg, &r);
+		for (size_t i = 0; i < s.n; i++)
+			ok &= !strcmp(k.d[i].driver, wd->want[i]) && !strcmp(k.d[i].override, wd->want_ov[i]) &&
+			      !strcmp(r.final[i], wd->want[i]);
+		T_OK(name, r.exit == 0 && ok, "exit %d: %s", r.exit, r.why);
+		writes = k.writes;
+		/* the index of every drivers_probe write */
+		np = 0;
+		for (size_t j = 0, idx = 0; j < p.n; j++)
+			if (p.step[j].kind == VFIO_STEP_WRITE) {
+				if (strcmp(p.step[j].path, "sys/bus/pci/drivers_probe") == 0)
+					probes[np++] = (int)idx;
+				idx++;
+			}
+		snprintf(name, sizeof(name), "apply %s: one write per plan step", wd->name);
+		{
+			int pw = 0;
+
+			for (size_t j = 0; j < p.n; j++)
+				pw += p.step[j].kind == VFIO_STEP_WRITE;
+			T_INT(name, writes, pw);
+		}
+		snprintf(name, sizeof(name), "apply %s: a second run has nothing to do", wd->name);
+		{
+			struct vfio_snap s2 = s;
+			struct vfio_plan p2;
+
+			for (size_t i = 0; i < s2.n; i++) {
+				strcpy(s2.fn[i].driver, k.d[i].driver);
+				strcpy(s2.fn[i].override, k.d[i].override);
+			}
+			s2.target_loaded = 1;
+			vfio_plan(&s2, &req, &p2);
+			T_INT(name, p2.verdict, VFIO_PLAN_NOTHING);
+		}
+
+		/* a failed write at every step: rolled back, exit 5 */
+		for (int refuse = 0; refuse < 2; refuse++) {
+			int all = 1, n5 = 0, n6 = 0;
+
+			for (int at = 0; at < writes; at++) {
+				world_fk(wd, &s, &k);
+				k.fail_at = at;
+				k.refuse_after = refuse;
+				vfio_apply(&s, &p, &o, 1000, &lg, &r);
+				if (!refuse) {
+					snprintf(name, sizeof(name), "apply %s: write %d of %d fails: exit 5, all restored",
+						 wd->name, at + 1, writes);
+					T_OK(name, r.exit == 5 && restored(&s, &k, diff, sizeof(diff)), "exit %d: %s", r.exit,
+					     diff);
+				} else {
+					/* rollback refused too: exit 6 exactly when something was left changed,
+					 * and the stuck list is exactly what differs */
+					int same = restored(&s, &k, diff, sizeof(diff)), listed = 1;
+
+					for (size_t i = 0; i < s.n; i++) {
+						int differs = strcmp(k.d[i].driver, s.fn[i].driver) ||
+							      strcmp(k.d[i].override, s.fn[i].override);
+
+						listed &= differs == (r.fn[i] == VFIO_FN_STUCK);
+						listed &= !differs || strstr(r.why, s.fn[i].addr) != NULL;
+					}
+					all &= (same ? r.exit == 5 : r.exit == 6) && listed;
+					n5 += r.exit == 5;
+					n6 += r.exit == 6;
+					snprintf(name, sizeof(name),
+						 "apply %s: write %d of %d fails, rollback refused: exit %d, stuck listed",
+						 wd->name, at + 1, writes, r.exit);
+					T_OK(name, (same ? r.exit == 5 : r.exit == 6) && listed, "exit %d: %s / %s", r.exit,
+					     diff, r.why);
+				}
+			}
+			if (refuse) {
+				snprintf(name, sizeof(name), "apply %s: refused rollbacks end in 6 (%d) or, untouched, 5 (%d)",
+					 wd->name, n6, n5);
+				T_OK(name, all && n6 > 0, "n5 %d n6 %d", n5, n6);
+			}
+		}
+		/* a probe that binds nothing: the wait times out, rolled back */
+		for (int j = 0; j < np; j++) {
+			for (int refuse = 0; refuse < 2; refuse++) {
+				world_fk(wd, &s, &k);
+				k.nobind_at = probes[j];
+				k.refuse_after = refuse;
+				vfio_apply(&s, &p, &o, 1000, &lg, &r);
+				snprintf(name, sizeof(name), "apply %s: probe %d binds nothing%s: exit %d", wd->name, j + 1,
+					 refuse ? ", rollback refused" : "", refuse ? 6 : 5);
+				if (!refuse)
+					T_OK(name, r.exit == 5 && restored(&s, &k, diff, sizeof(diff)) &&
+							   strstr(r.why, "after 1000 ms"),
+					     "exit %d: %s / %s", r.exit, diff, r.why);
+				else
+					T_OK(name, r.exit == 6 && !restored(&s, &k, diff, sizeof(diff)) &&
+							   strstr(r.why, "rollback failed for"),
+					     "exit %d: %s", r.exit, r.why);
+			}
+		}
+	}
+
+	/* the target cannot be loaded: refused before any write */
+	{
+		struct vfio_snap s;
+		struct vfio_plan p;
+		struct vfio_req req = { .group = VFIO_GROUP_AUTO };
+		struct vfio_result r;
+		struct vfio_ops o;
+		struct fk k;
+
+		scen(&s, S_LONG_DOMAIN, "vfio-pci", 0);
+		vfio_plan(&s, &req, &p);
+		world_fk(&worlds[3], &s, &k);
+		k.modprobe_ok = 0;
+		fk_ops(&o, &k);
+		vfio_apply(&s, &p, &o, 1000, &lg, &r);
+		T_OK("apply: target not loadable: exit 4, no write", r.exit == 4 && k.writes == 0 &&
+								     strstr(r.why, "modprobe vfio-pci did not load it"),
+		     "exit %d writes %d: %s", r.exit, k.writes, r.why);
+		p.force = 1;
+		world_fk(&worlds[3], &s, &k);
+		k.modprobe_ok = 0;
+		vfio_apply(&s, &p, &o, 1000, &lg, &r);
+		T_OK("apply: target not loadable with --force: tried, rolled back, exit 5",
+		     r.exit == 5 && k.writes > 0 && !k.d[0].driver[0] && !k.d[0].override[0], "exit %d: %s", r.exit,
+		     r.why);
+	}
+	close(lg.fd);
+}
+
+int main(void)
+{
+	t_suite = "unit/vfio";
+	test_addr();
+	test_plans();
+	test_snapshot();
+	test_apply();
+	return t_done();
+}
