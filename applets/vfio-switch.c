@@ -38,6 +38,7 @@
 #include "../core/pgpu.h"
 #include "../core/vfio.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,21 +256,24 @@ static void update_pgpu(struct run *u, const char *node, const char *kubeconfig,
 	}
 	kube_config_free(&kc);
 
-	/* {"status":{"currentState":{"driver":D|null,"driverType":T}}} */
-	patch = json_new_object();
+	/* {"status":{"currentState":{"driver":D|null,"driverType":T}}}, built
+	 * inside out: each _take owns (and on failure frees) what it is given */
 	{
-		struct json *st = json_new_object(), *cs = json_new_object();
+		struct json *cs = json_new_object(), *st = json_new_object();
 
-		if (cs) {
-			json_set_take(cs, "driver", str_or_null(drv));
-			json_set_str(cs, "driverType", pgpu_driver_type(drv));
-		}
-		if (st && json_set_take(st, "currentState", cs) < 0)
-			cs = NULL;
-		if (!patch || !st || !cs || json_set_take(patch, "status", st) < 0) {
+		patch = json_new_object();
+		if (!cs || !st || !patch || json_set_take(cs, "driver", str_or_null(drv)) < 0 ||
+		    json_set_str(cs, "driverType", pgpu_driver_type(drv)) < 0) {
+			json_free(cs);
 			json_free(st);
 			goto out;
 		}
+		if (json_set_take(st, "currentState", cs) < 0) {
+			json_free(st);
+			goto out;
+		}
+		if (json_set_take(patch, "status", st) < 0)
+			goto out;
 	}
 	snprintf(path, sizeof(path), PGPU_PATH "/%s/status", name);
 	if (request(k, &u->log, "PATCH", path, "application/merge-patch+json", patch, &obj) < 0)
@@ -337,7 +341,8 @@ int vfio_switch_main(int argc, char **argv)
 {
 	const char *pci = NULL, *to = NULL, *group = "auto", *output = "json", *node = NULL, *host = NULL,
 		   *kubeconfig = NULL;
-	int dry_run = 0, force = 0, update = 0, rc, exit_code = 0;
+	int dry_run = 0, force = 0, update = 0, rc, exit_code = 0, lockfd = -1;
+	sigset_t stop;
 	long verbosity = 0;
 	long long timeout_ms = 30000;
 	char addr[VFIO_ADDR_MAX], msg[1200], root[HOSTFS_PREFIX_MAX];
@@ -422,19 +427,40 @@ int vfio_switch_main(int argc, char **argv)
 	}
 
 	fb_errinfo_init(&ei);
-	rc = vfio_snapshot(&u->h, addr, to, &u->s, &ei);
-	if (rc == -FB_ENOENT && u->s.n == 0) {
+	/* one run per IOMMU group at a time; then no signal may cut a switch
+	 * in half: SIGTERM (Job deleted, deadline) is held and makes apply
+	 * stop and roll back */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGHUP);
+	rc = dry_run ? 0 : (lockfd = vfio_lock(&u->h, addr, timeout_ms, &ei));
+	if (rc >= 0) {
+		sigprocmask(SIG_BLOCK, &stop, NULL);
+		rc = vfio_snapshot(&u->h, addr, to, &u->s, &ei);
+	}
+	if (rc == -FB_ENOENT) {
 		snprintf(u->error, sizeof(u->error), "no PCI device %s (%s)", addr, fb_errinfo_str(&ei, msg, sizeof(msg)));
 		LOG_E(&u->log, "%s", u->error);
+		u->s.n = 0;
 		u->result = "not-found";
 		print_result(u, addr, output[0] == 't');
-		free(u);
-		return 3;
+		exit_code = 3;
+		goto out;
+	}
+	if (rc == -FB_ETIMEDOUT || rc == -FB_E2BIG) {
+		snprintf(u->error, sizeof(u->error), "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		LOG_E(&u->log, "refused: %s", u->error);
+		u->s.n = 0;
+		u->result = "refused";
+		print_result(u, addr, output[0] == 't');
+		exit_code = 4;
+		goto out;
 	}
 	if (rc < 0) {
 		LOG_E(&u->log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-		free(u);
-		return 1;
+		exit_code = 1;
+		goto out;
 	}
 	vfio_plan(&u->s, &req, &u->p);
 	if (u->p.warn[0])
@@ -451,7 +477,7 @@ int vfio_switch_main(int argc, char **argv)
 		u->result = "dry-run";
 	} else {
 		struct vfio_ops ops;
-		struct vfio_real real = { .h = &u->h, .root = NULL, .log = &u->log };
+		struct vfio_real real = { .h = &u->h, .root = NULL, .log = &u->log, .stop = &stop };
 		size_t n = strlen(u->h.prefix);
 
 		/* a prefix that is a directory ("/host/") is the host's root for modprobe */
@@ -477,6 +503,9 @@ int vfio_switch_main(int argc, char **argv)
 	}
 	if (update && !dry_run)
 		update_pgpu(u, node, kubeconfig, exit_code);
+out:
+	if (lockfd >= 0)
+		close(lockfd);
 	free(u);
 	return exit_code;
 }

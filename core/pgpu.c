@@ -41,7 +41,7 @@ const char *pgpu_driver_type(const char *drv)
 		return "None";
 	if (strcmp(drv, "nvidia") == 0)
 		return "Nvidia";
-	if (strcmp(drv, "vfio-pci") == 0)
+	if (strstr(drv, "vfio")) /* vfio-pci and its variants (nvgrace_gpu_vfio_pci) */
 		return "VFIO";
 	if (strcmp(drv, "amdgpu") == 0)
 		return "ROCm";

@@ -22,7 +22,7 @@ void pgpu_normalise(const char *s, char *out, size_t max);
 void pgpu_name(const char *node, const char *addr, char *out);
 
 /* status.currentState.driverType for a bound driver ("" = unbound):
- * Nvidia, VFIO, ROCm, None or Other. */
+ * Nvidia, VFIO (any VFIO driver), ROCm, None or Other. */
 const char *pgpu_driver_type(const char *driver);
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -66,7 +67,8 @@ int vfio_parse_addr(const char *s, char *out)
 		if (dlen > 8 || hexfield(s, dlen, &dom) < 0)
 			return -FB_EINVAL;
 	}
-	snprintf(out, VFIO_ADDR_MAX, "%0*lx:%02lx:%02lx.%lx", (int)dlen, dom, bus, dev, fn);
+	/* the kernel's own spelling: "%04x:%02x:%02x.%d" */
+	snprintf(out, VFIO_ADDR_MAX, "%04lx:%02lx:%02lx.%lx", dom, bus, dev, fn);
 	return 0;
 }
 
@@ -74,7 +76,8 @@ int vfio_valid_driver(const char *name)
 {
 	size_t n = strlen(name);
 
-	if (n == 0 || n > 63)
+	if (n == 0 || n > 63 || !((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') ||
+				   (name[0] >= '0' && name[0] <= '9')))
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		char c = name[i];
@@ -149,7 +152,7 @@ static int link_entry(void *ctx, const char *name, unsigned char type)
 /* Reads driver and driver_override of the function directory fd. */
 static int read_state(int fd, char *driver, char *override, const char *addr, struct fb_errinfo *ei)
 {
-	char what[128];
+	char what[128], ov[2 * VFIO_DRV_MAX];
 	ssize_t n;
 
 	n = sysfs_link_base(fd, "driver", driver, VFIO_DRV_MAX);
@@ -159,13 +162,17 @@ static int read_state(int fd, char *driver, char *override, const char *addr, st
 		snprintf(what, sizeof(what), "%s/driver", addr);
 		return fb_errinfo_set(ei, (int)-n, errno, what, NULL);
 	}
-	n = sysfs_read(fd, "driver_override", override, VFIO_DRV_MAX);
-	if (n == -FB_ENOENT || (n >= 0 && strcmp(override, "(null)") == 0))
-		override[0] = '\0';
-	else if (n < 0) {
+	n = sysfs_read(fd, "driver_override", ov, sizeof(ov));
+	if (n == -FB_ENOENT || (n >= 0 && strcmp(ov, "(null)") == 0))
+		n = 0;
+	else if (n >= VFIO_DRV_MAX)
+		n = -FB_E2BIG;
+	if (n < 0) {
 		snprintf(what, sizeof(what), "%s/driver_override", addr);
 		return fb_errinfo_set(ei, (int)-n, errno, what, NULL);
 	}
+	memcpy(override, ov, (size_t)n);
+	override[n] = '\0';
 	return 0;
 }
 
@@ -192,9 +199,13 @@ static int read_fn(const struct hostfs *h, struct vfio_fn *f, int *gone, struct 
 		f->vendor[0] = '\0';
 	if ((n = sysfs_read(fd, "device", buf, sizeof(buf))) < 0 || pci_hex_norm_(buf, (size_t)n, 4, f->device) < 0)
 		f->device[0] = '\0';
-	f->boot_vga = -1;
-	if (sysfs_read(fd, "boot_vga", buf, sizeof(buf)) >= 0)
-		f->boot_vga = strcmp(buf, "1") == 0 ? 1 : 0;
+	/* fail closed: a boot_vga we cannot read counts as the boot device */
+	n = sysfs_read(fd, "boot_vga", buf, sizeof(buf));
+	f->boot_vga = n == -FB_ENOENT ? -1 : n >= 0 && strcmp(buf, "0") == 0 ? 0 : 1;
+	f->sriov_vfs = 0;
+	if (sysfs_read(fd, "sriov_numvfs", buf, sizeof(buf)) >= 0 && strcmp(buf, "0") != 0)
+		f->sriov_vfs = 1;
+	f->no_group = sysfs_link_base(fd, "iommu_group", buf, sizeof(buf)) <= 0;
 	rc = read_state(fd, f->driver, f->override, f->addr, ei);
 	close(fd);
 	return rc;
@@ -289,6 +300,37 @@ int vfio_snapshot(const struct hostfs *h, const char *addr, const char *target, 
 	return 0;
 }
 
+int vfio_lock(const struct hostfs *h, const char *addr, long long timeout_ms, struct fb_errinfo *ei)
+{
+	char rel[128];
+	struct timespec ts = { 0, 50 * 1000000L };
+	long long waited = 0;
+	int fd;
+
+	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s/iommu_group", addr);
+	if ((fd = hostfs_open(h, rel, O_RDONLY | O_DIRECTORY)) == -FB_ENOENT) {
+		snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s", addr);
+		fd = hostfs_open(h, rel, O_RDONLY | O_DIRECTORY);
+	}
+	if (fd < 0)
+		return fb_errinfo_set(ei, -fd, errno, rel, NULL);
+	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			int e = errno;
+
+			close(fd);
+			return fb_errinfo_set(ei, FB_EIO, e, rel, "flock");
+		}
+		if (waited >= timeout_ms) {
+			close(fd);
+			return fb_errinfo_set(ei, FB_ETIMEDOUT, 0, rel, "locked by another vfio-switch");
+		}
+		nanosleep(&ts, NULL);
+		waited += 50;
+	}
+	return fd;
+}
+
 /* ---- plan --------------------------------------------------------------- */
 
 /* PCI-to-PCI bridges (0604, 0609 semi-transparent) and host bridges (0600):
@@ -315,11 +357,20 @@ static int related(const struct vfio_snap *s, const struct vfio_fn *f)
 	       (f->cls[0] && d->cls[0] && strncmp(f->cls, d->cls, 2) == 0);
 }
 
+/* On target: for default, no override; for a driver, bound to it with no
+ * other driver named in the override (a stale override would move it at the
+ * next probe). */
 static int at_target(const struct vfio_fn *f, const char *t)
 {
 	if (strcmp(t, VFIO_DEFAULT) == 0)
 		return f->override[0] == '\0';
-	return strcmp(f->driver, t) == 0;
+	return strcmp(f->driver, t) == 0 && (!f->override[0] || strcmp(f->override, t) == 0);
+}
+
+/* Drivers that keep a group viable for VFIO: the VFIO ones and pci-stub. */
+static int viable_driver(const char *drv)
+{
+	return vfio_is_vfio(drv) || strcmp(drv, "pci-stub") == 0;
 }
 
 static void add_step(struct vfio_plan *p, enum vfio_step_kind k, int fn, const char *path, const char *value)
@@ -363,7 +414,7 @@ void vfio_plan(const struct vfio_snap *s, const struct vfio_req *req, struct vfi
 	const struct vfio_fn *d = &s->fn[s->dev];
 	const char *t = s->target;
 	int tvfio = vfio_is_vfio(t), load = 0, moves = 0;
-	char unrel[512] = "", path[128];
+	char unrel[512] = "", others[384] = "", path[128];
 
 	memset(p, 0, sizeof(*p));
 	p->force = req->force;
@@ -376,8 +427,8 @@ void vfio_plan(const struct vfio_snap *s, const struct vfio_req *req, struct vfi
 		else if (req->group == VFIO_GROUP_DEVICE || (!f->in_group && !f->linked) || is_bridge(f))
 			ti = VFIO_LEAVE;
 		else if (tvfio) {
-			/* on another VFIO driver, or driverless and not ours: viable already */
-			if (vfio_is_vfio(f->driver))
+			/* on another VFIO driver or pci-stub, or driverless and not ours: viable already */
+			if (viable_driver(f->driver))
 				ti = strcmp(f->driver, t) == 0 ? t : VFIO_LEAVE;
 			else if (!f->driver[0] && !related(s, f))
 				ti = VFIO_LEAVE;
@@ -389,7 +440,7 @@ void vfio_plan(const struct vfio_snap *s, const struct vfio_req *req, struct vfi
 		snprintf(p->fn_target[i], sizeof(p->fn_target[i]), "%s", ti);
 		p->fn_moves[i] = ti[0] && !at_target(f, ti);
 		moves += p->fn_moves[i];
-		if (p->fn_moves[i] && strcmp(ti, t) == 0 && !s->target_loaded)
+		if (p->fn_moves[i] && strcmp(ti, t) == 0 && !s->target_loaded && strcmp(f->driver, t) != 0)
 			load = 1;
 	}
 	if (!moves) {
@@ -401,16 +452,22 @@ void vfio_plan(const struct vfio_snap *s, const struct vfio_req *req, struct vfi
 	if (is_bridge(d))
 		appendf(p->why, sizeof(p->why), "%s%s is a bridge (class %.4s): bridges stay with the host",
 			p->why[0] ? "; " : "", d->addr, d->cls);
-	if (tvfio && !s->group[0] && p->fn_moves[s->dev])
-		appendf(p->why, sizeof(p->why), "%s%s has no IOMMU group: VFIO needs the IOMMU on (intel_iommu=on or amd_iommu=on)",
-			p->why[0] ? "; " : "", d->addr);
 	for (size_t i = 0; i < s->n; i++) {
 		const struct vfio_fn *f = &s->fn[i];
+		int to_vfio = vfio_is_vfio(p->fn_target[i]);
 
 		if (!p->fn_moves[i])
 			continue;
-		if (tvfio && f->boot_vga == 1)
+		if (to_vfio && f->boot_vga == 1)
 			appendf(p->why, sizeof(p->why), "%s%s is the boot VGA device (boot_vga=1): the host console would lose it",
+				p->why[0] ? "; " : "", f->addr);
+		if (to_vfio && f->no_group)
+			appendf(p->why, sizeof(p->why),
+				"%s%s has no IOMMU group: VFIO needs the IOMMU on (intel_iommu=on or amd_iommu=on)",
+				p->why[0] ? "; " : "", f->addr);
+		if (f->sriov_vfs && strcmp(f->driver, p->fn_target[i]) != 0)
+			appendf(p->why, sizeof(p->why),
+				"%s%s has SR-IOV virtual functions enabled (sriov_numvfs): unbinding its driver destroys them",
 				p->why[0] ? "; " : "", f->addr);
 		if (!related(s, f)) {
 			char one[128];
@@ -418,6 +475,8 @@ void vfio_plan(const struct vfio_snap *s, const struct vfio_req *req, struct vfi
 			snprintf(one, sizeof(one), "%s (class %.4s, %s)", f->addr, f->cls[0] ? f->cls : "unknown",
 				 or_none(f->driver));
 			appendf(unrel, sizeof(unrel), "%s%s", unrel[0] ? ", " : "", one);
+		} else if (i != s->dev && !same_slot(f->addr, d->addr) && !f->linked) {
+			appendf(others, sizeof(others), "%s%s (%s)", others[0] ? ", " : "", f->addr, or_none(f->driver));
 		}
 	}
 	if (unrel[0])
@@ -432,13 +491,16 @@ void vfio_plan(const struct vfio_snap *s, const struct vfio_req *req, struct vfi
 		snprintf(p->warn, sizeof(p->warn), "forced past: %.*s", (int)sizeof(p->warn) - 20, p->why);
 		p->why[0] = '\0';
 	}
+	if (others[0])
+		appendf(p->warn, sizeof(p->warn), "%sIOMMU group %s: other cards of the same class move too: %s",
+			p->warn[0] ? "; " : "", s->group, others);
 	if (req->group == VFIO_GROUP_DEVICE && tvfio) {
 		char kept[384] = "";
 
 		for (size_t i = 0; i < s->n; i++) {
 			const struct vfio_fn *f = &s->fn[i];
 
-			if (i != s->dev && f->in_group && !is_bridge(f) && f->driver[0] && !vfio_is_vfio(f->driver))
+			if (i != s->dev && f->in_group && !is_bridge(f) && f->driver[0] && !viable_driver(f->driver))
 				appendf(kept, sizeof(kept), "%s%s (%s)", kept[0] ? ", " : "", f->addr, f->driver);
 		}
 		if (kept[0])
@@ -461,15 +523,22 @@ void vfio_plan(const struct vfio_snap *s, const struct vfio_req *req, struct vfi
 			snprintf(path, sizeof(path), "sys/bus/pci/devices/%s/driver_override", f->addr);
 			add_step(p, VFIO_STEP_WRITE, (int)i, path, def ? "\n" : ti);
 		}
+		if (!def && strcmp(f->driver, ti) == 0)
+			continue; /* on the target already: only the stale override was wrong */
 		if (f->driver[0]) {
 			snprintf(path, sizeof(path), "sys/bus/pci/devices/%s/driver/unbind", f->addr);
 			add_step(p, VFIO_STEP_WRITE, (int)i, path, f->addr);
 		}
 		add_step(p, VFIO_STEP_WRITE, (int)i, "sys/bus/pci/drivers_probe", f->addr);
-		if (!def)
+		if (!def) {
 			add_step(p, VFIO_STEP_WAIT, (int)i, NULL, ti);
-		else if (f->driver[0]) /* leaving VFIO for the host: a VFIO driver again is no success */
+		} else if (f->driver[0]) {
+			/* leaving VFIO for the host: a VFIO driver again is no success; a
+			 * function of the group other than the device may find no host
+			 * driver at all (no snd_hda_intel): soft */
 			add_step(p, VFIO_STEP_WAIT, (int)i, NULL, vfio_is_vfio(f->driver) ? VFIO_WAIT_HOST : "");
+			p->step[p->n - 1].soft = i != s->dev && vfio_is_vfio(f->driver);
+		}
 	}
 }
 
@@ -515,30 +584,54 @@ static int wanted(const char *drv, const char *want)
 	return want[0] ? strcmp(drv, want) == 0 : drv[0] != '\0';
 }
 
-/* Polls until addr's driver is want (see enum vfio_step_kind). Returns 0,
- * or -1 with why filled. */
+static int cancelled(const struct vfio_ops *o)
+{
+	return o->cancelled && o->cancelled(o->ctx);
+}
+
+/* Polls until addr's driver is want (see enum vfio_step_kind). With cancel,
+ * a pending termination signal ends the wait. Returns 0, or -1 with why
+ * filled and *drv_out (when not NULL) the driver last seen. */
 static int wait_driver(const struct vfio_ops *o, const char *addr, const char *want, long long timeout_ms,
-		       char *why, size_t size)
+		       int cancel, char *why, size_t size, char *drv_out)
 {
 	long long start = o->now_ms(o->ctx), now;
-	char drv[VFIO_DRV_MAX], ov[VFIO_DRV_MAX];
+	char drv[VFIO_DRV_MAX] = "", ov[VFIO_DRV_MAX];
 	int rc;
 
 	for (;;) {
 		rc = o->state(o->ctx, addr, drv, ov);
 		if (rc == 0 && wanted(drv, want))
 			return 0;
+		if (cancel && cancelled(o)) {
+			snprintf(why, size, "terminated by a signal while %s waited for %s", addr, want_str(want));
+			return -1;
+		}
 		now = o->now_ms(o->ctx);
 		if (now - start >= timeout_ms)
 			break;
 		o->sleep_ms(o->ctx, 10);
 	}
+	if (drv_out)
+		strcpy(drv_out, rc < 0 ? "?" : drv);
 	if (rc < 0)
 		snprintf(why, size, "%s: cannot read its driver: %s", addr, fb_strerror(rc));
 	else
 		snprintf(why, size, "%s: on %s after %lld ms, expected %s", addr, or_none(drv), timeout_ms,
 			 want_str(want));
 	return -1;
+}
+
+/* Polls until addr is no longer bound to drv (unbind is synchronous in the
+ * kernel; this only makes sure the state we read next is after it). */
+static void wait_unbound(const struct vfio_ops *o, const char *addr, const char *drv, long long timeout_ms)
+{
+	long long start = o->now_ms(o->ctx);
+	char cur[VFIO_DRV_MAX], ov[VFIO_DRV_MAX];
+
+	while (o->state(o->ctx, addr, cur, ov) == 0 && strcmp(cur, drv) == 0 &&
+	       o->now_ms(o->ctx) - start < timeout_ms)
+		o->sleep_ms(o->ctx, 10);
 }
 
 static int do_write(const struct vfio_ops *o, const struct fb_log *lg, const char *path, const char *value,
@@ -576,10 +669,12 @@ static int restore(const struct vfio_ops *o, const struct vfio_fn *f, long long 
 			snprintf(path, sizeof(path), "sys/bus/pci/devices/%s/driver/unbind", f->addr);
 			if (do_write(o, lg, path, f->addr, why, sizeof(why)) < 0)
 				LOG_E(lg, "rollback: %s", why);
+			else
+				wait_unbound(o, f->addr, drv, timeout_ms);
 		}
 		if (f->driver[0]) {
 			if (do_write(o, lg, "sys/bus/pci/drivers_probe", f->addr, why, sizeof(why)) < 0 ||
-			    wait_driver(o, f->addr, f->driver, timeout_ms, why, sizeof(why)) < 0)
+			    wait_driver(o, f->addr, f->driver, timeout_ms, 0, why, sizeof(why), NULL) < 0)
 				LOG_E(lg, "rollback: %s", why);
 		}
 	}
@@ -625,13 +720,44 @@ int vfio_apply(const struct vfio_snap *s, const struct vfio_plan *p, const struc
 			final_states(s, o, res);
 			return res->exit = 4;
 		}
-		touched[st->fn] = 1;
+		if (cancelled(o)) {
+			snprintf(res->why, sizeof(res->why), "terminated by a signal before: %s",
+				 st->kind == VFIO_STEP_WRITE ? st->path : "a wait");
+			break;
+		}
+		if (!touched[st->fn]) {
+			/* someone else may have moved it since the snapshot: never undo that */
+			const struct vfio_fn *f = &s->fn[st->fn];
+			char drv[VFIO_DRV_MAX], ov[VFIO_DRV_MAX];
+			int rc = o->state(o->ctx, f->addr, drv, ov);
+
+			if (rc < 0 || strcmp(drv, f->driver) != 0 || strcmp(ov, f->override) != 0) {
+				if (rc < 0)
+					snprintf(res->why, sizeof(res->why), "%s: cannot read its driver: %s", f->addr,
+						 fb_strerror(rc));
+				else
+					snprintf(res->why, sizeof(res->why),
+						 "%s changed since the snapshot (now on %s, override %s): another actor is moving it",
+						 f->addr, or_none(drv), ov[0] ? ov : "unset");
+				break;
+			}
+			touched[st->fn] = 1;
+		}
 		if (st->kind == VFIO_STEP_WRITE) {
 			if (do_write(o, lg, st->path, st->value, res->why, sizeof(res->why)) < 0)
 				break;
 		} else {
-			if (wait_driver(o, s->fn[st->fn].addr, st->value, timeout_ms, res->why, sizeof(res->why)) < 0)
-				break;
+			char last[VFIO_DRV_MAX];
+			long long tmo = st->soft && timeout_ms > VFIO_SOFT_WAIT_MS ? VFIO_SOFT_WAIT_MS : timeout_ms;
+
+			if (wait_driver(o, s->fn[st->fn].addr, st->value, tmo, 1, res->why, sizeof(res->why), last) < 0) {
+				if (!st->soft || last[0] || cancelled(o))
+					break;
+				LOG_W(lg, "%s: no host driver took it after %lld ms; left without a driver (it was on %s)",
+				      s->fn[st->fn].addr, tmo, s->fn[st->fn].driver);
+				res->why[0] = '\0';
+				continue;
+			}
 			LOG_I(lg, "%s: bound to %s", s->fn[st->fn].addr, want_str(st->value));
 		}
 	}
@@ -718,37 +844,39 @@ static int real_loaded(void *ctx, const char *driver)
 
 static int real_modprobe(void *ctx, const char *module)
 {
-	static const char *const where[] = { "sbin/modprobe", "usr/sbin/modprobe", "bin/modprobe", "usr/bin/modprobe" };
+	static const char *const where[] = { "/sbin/modprobe", "/usr/sbin/modprobe", "/bin/modprobe", "/usr/bin/modprobe" };
 	struct vfio_real *r = ctx;
-	const char *inside = NULL;
+	const char *root = NULL;
 	char path[PATH_MAX];
+	struct stat st;
 	int status;
 	pid_t pid;
 
-	if (r->root)
-		for (size_t i = 0; i < sizeof(where) / sizeof(where[0]) && !inside; i++) {
-			snprintf(path, sizeof(path), "%s/%s", r->root, where[i]);
-			if (access(path, X_OK) == 0)
-				inside = where[i];
-		}
-	if (inside)
-		LOG_V(r->log, 1, "modprobe: chroot %s /%s -q %s", r->root, inside, module);
+	/* the host's modprobe when the root has one (lstat: Debian's is an
+	 * absolute link, which only resolves inside the chroot) */
+	for (size_t i = 0; r->root && !root && i < sizeof(where) / sizeof(where[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", r->root, where[i]);
+		if (lstat(path, &st) == 0)
+			root = r->root;
+	}
+	LOG_V(r->log, 1, "modprobe -q -- %s%s%s", module, root ? " in chroot " : "", root ? root : "");
 	pid = fork();
 	if (pid < 0)
 		return -FB_EIO;
 	if (pid == 0) {
-		char a0[] = "modprobe", a1[] = "-q";
-		char *argv[] = { a0, a1, (char *)(uintptr_t)module, NULL };
+		char a0[] = "modprobe", a1[] = "-q", a2[] = "--";
+		char *argv[] = { a0, a1, a2, (char *)(uintptr_t)module, NULL };
+		sigset_t none;
 
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
 		dup2(2, 1); /* our stdout is the result */
-		if (inside) {
-			if (chroot(r->root) == 0 && chdir("/") == 0) {
-				snprintf(path, sizeof(path), "/%s", inside);
-				execv(path, argv);
-			}
-		} else {
-			execvp("modprobe", argv);
-		}
+		/* looked up inside the chroot: the host's links (Debian's
+		 * /sbin/modprobe -> /bin/kmod) are absolute there */
+		if (root && chroot(root) == 0 && chdir("/") == 0)
+			for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++)
+				execv(where[i], argv);
+		execvp("modprobe", argv);
 		_exit(127);
 	}
 	while (waitpid(pid, &status, 0) < 0)
@@ -759,6 +887,19 @@ static int real_modprobe(void *ctx, const char *module)
 	LOG_W(r->log, "modprobe %s: %s %d", module, WIFEXITED(status) ? "exit status" : "signal",
 	      WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 	return -FB_EIO;
+}
+
+static int real_cancelled(void *ctx)
+{
+	struct vfio_real *r = ctx;
+	sigset_t pend;
+
+	if (!r->stop || sigpending(&pend) < 0)
+		return 0;
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sigismember(r->stop, sig) == 1 && sigismember(&pend, sig) == 1)
+			return 1;
+	return 0;
 }
 
 static long long real_now(void *ctx)
@@ -787,6 +928,7 @@ void vfio_ops_real(struct vfio_ops *ops, struct vfio_real *ctx)
 	ops->state = real_state;
 	ops->loaded = real_loaded;
 	ops->modprobe = real_modprobe;
+	ops->cancelled = real_cancelled;
 	ops->now_ms = real_now;
 	ops->sleep_ms = real_sleep;
 }

@@ -22,6 +22,7 @@
 #include "hostfs.h"
 #include "log.h"
 
+#include <signal.h>
 #include <stddef.h>
 
 #define VFIO_FN_MAX 32      /* functions of one IOMMU group (plus linked ones) we handle */
@@ -37,7 +38,9 @@ struct vfio_fn {
 	char vendor[5], device[5];
 	char driver[VFIO_DRV_MAX];   /* bound driver, "" when none */
 	char override[VFIO_DRV_MAX]; /* driver_override, "" when unset ("(null)") */
-	int boot_vga;             /* 1, 0, -1 when the file is absent */
+	int boot_vga;             /* 1, 0, -1 when the file is absent (unreadable counts as 1) */
+	int sriov_vfs;            /* sriov_numvfs: VFs enabled on this function (0 when absent) */
+	int no_group;             /* this function has no IOMMU group */
 	int is_device;            /* the function asked for */
 	int in_group;             /* a member of the device's IOMMU group */
 	int linked;               /* a device link joins it to the device (consumer:/supplier:pci:) */
@@ -59,7 +62,8 @@ struct vfio_snap {
  * Returns 0 or -FB_EINVAL. */
 int vfio_parse_addr(const char *s, char *out);
 
-/* 1 when name can be a driver name: 1 to 63 of [A-Za-z0-9_.+-]. */
+/* 1 when name can be a driver name: 1 to 63 of [A-Za-z0-9_.+-] starting
+ * with a letter or digit (so never "..", never an option to modprobe). */
 int vfio_valid_driver(const char *name);
 
 /* 1 for a VFIO driver: vfio-pci and its variants (nvgrace_gpu_vfio_pci,
@@ -69,10 +73,16 @@ int vfio_is_vfio(const char *driver);
 /* Reads the device addr (already normalised) and what shares its IOMMU
  * group or is linked to it. Returns 0, -FB_ENOENT when the device does not
  * exist, -FB_E2BIG when the group has more than VFIO_FN_MAX functions, or
- * -FB_EIO / -FB_EINVAL (an unreadable or malformed driver_override or
- * class) with ei naming the file. */
+ * -FB_EIO / -FB_EINVAL (an unreadable or malformed driver link or
+ * driver_override) with ei naming the file. */
 int vfio_snapshot(const struct hostfs *h, const char *addr, const char *target, struct vfio_snap *s,
 		  struct fb_errinfo *ei);
+
+/* Serialises vfio-switch runs on one IOMMU group: an exclusive flock(2) on
+ * the device's iommu_group directory (the device's own directory when it
+ * has none), waited for up to timeout_ms. Returns an fd to close when done,
+ * -FB_ETIMEDOUT (held by another run), or another error with ei filled. */
+int vfio_lock(const struct hostfs *h, const char *addr, long long timeout_ms, struct fb_errinfo *ei);
 
 enum vfio_group_mode {
 	VFIO_GROUP_AUTO,   /* the device's endpoint functions in its group move with it */
@@ -93,10 +103,15 @@ enum vfio_step_kind {
  * expects the host driver back (and, unbind being synchronous, the old
  * vfio-pci link cannot be taken for success). */
 #define VFIO_WAIT_HOST "(host)"
+/* How long a function that leaves VFIO alongside the device waits for a
+ * host driver before it is left without one (snd_hda_intel is often not
+ * there on headless servers; the function served no host driver before). */
+#define VFIO_SOFT_WAIT_MS 3000
 
 struct vfio_step {
 	enum vfio_step_kind kind;
 	int fn;                      /* index into the snapshot, -1 for LOAD */
+	int soft;                    /* WAIT: after VFIO_SOFT_WAIT_MS without a driver, go on with a warning */
 	char path[128];              /* relative to the host root: "sys/bus/pci/drivers_probe" */
 	char value[VFIO_DRV_MAX];
 };
@@ -124,10 +139,11 @@ struct vfio_plan {
 
 /* Snapshot + request -> plan. Pure: reads nothing but its arguments. The
  * refusals (each lifted by req->force): the device is a bridge; moving to a
- * VFIO driver a function that is the boot VGA device, or a device without
- * an IOMMU group; with --group auto, a group that holds bound devices that
- * are neither functions of the same slot, nor linked, nor of the device's
- * base class. */
+ * VFIO driver a function that is the boot VGA device or has no IOMMU group;
+ * moving a function with SR-IOV VFs enabled (unbinding its driver destroys
+ * them); with --group auto, a group that holds bound devices that are
+ * neither functions of the same slot, nor linked, nor of the device's base
+ * class. Other cards of the device's class moving with it are warned about. */
 void vfio_plan(const struct vfio_snap *s, const struct vfio_req *req, struct vfio_plan *p);
 
 /* Writes step as one line, "write /sys/bus/pci/...: vfio-pci", with the
@@ -145,6 +161,7 @@ struct vfio_ops {
 	int (*state)(void *ctx, const char *addr, char *driver, char *override);
 	int (*loaded)(void *ctx, const char *driver);  /* 1 registered, 0 not */
 	int (*modprobe)(void *ctx, const char *module); /* 0 when modprobe exited 0 */
+	int (*cancelled)(void *ctx);  /* 1 once SIGTERM/SIGINT/SIGHUP is pending; may be NULL */
 	long long (*now_ms)(void *ctx);
 	void (*sleep_ms)(void *ctx, int ms);
 };
@@ -166,21 +183,26 @@ struct vfio_result {
 
 const char *vfio_fn_result_str(enum vfio_fn_result r);
 
-/* Runs plan p (verdict GO) made from s. Each wait polls ops->state every
- * 10 ms for up to timeout_ms. On a failed step every function written to so
- * far is restored, last first: its original driver_override, then (when
- * its driver differs) unbind and, when it had a driver, drivers_probe and a
- * wait for that driver. Progress goes to lg (may be NULL). Fills res and
- * returns res->exit. */
+/* Runs plan p (verdict GO) made from s. Before a function's first step its
+ * live state must still be the snapshot's (else the step fails: someone
+ * else moved it). Each wait polls ops->state every 10 ms for up to
+ * timeout_ms. A pending termination signal (ops->cancelled) fails the next
+ * step. On a failed step every function written to so far is restored,
+ * last first: its original driver_override, then (when its driver differs)
+ * unbind and, when it had a driver, drivers_probe and a wait for that
+ * driver. Progress goes to lg. Fills res and returns res->exit. */
 int vfio_apply(const struct vfio_snap *s, const struct vfio_plan *p, const struct vfio_ops *ops,
 	       long long timeout_ms, const struct fb_log *lg, struct vfio_result *res);
 
-/* The real operations on <host>/sys. modprobe runs "modprobe -q MODULE": with
- * root non-NULL inside chroot(root) with the first of sbin/, usr/sbin/,
- * bin/ modprobe found there, else the first modprobe on $PATH. */
+/* The real operations on <host>/sys. modprobe runs "modprobe -q -- MODULE":
+ * with root non-NULL inside chroot(root), the first of /sbin, /usr/sbin,
+ * /bin, /usr/bin modprobe that executes there (looked up inside the chroot,
+ * so Debian's absolute /sbin/modprobe -> /bin/kmod works); without root, or
+ * when chroot is not permitted, the first modprobe on $PATH. */
 struct vfio_real {
 	const struct hostfs *h;
 	const char *root;   /* chroot for modprobe, or NULL */
+	const sigset_t *stop; /* the signals that cancel (blocked by the caller), or NULL */
 	const struct fb_log *log;
 };
 void vfio_ops_real(struct vfio_ops *ops, struct vfio_real *ctx);

@@ -142,7 +142,7 @@ wait $apid
 rc=$?
 apid=
 testing "SIGTERM: exit 0" "echo $rc" "0\n"
-testing "no token text in the log" "grep -c \"\$(cat $S/tokens/node1)\" $W/d.log" "0\n"
+testing "no token text in the log" "grep -c -F -e \"\$(cat $S/tokens/node1)\" $W/d.log" "0\n"
 
 # 8. The vendors ConfigMap cannot be read (no RBAC for it): the agent still
 #    publishes, with the built-in vendors, and says so. An object of one of

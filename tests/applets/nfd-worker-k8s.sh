@@ -102,7 +102,7 @@ k8s_start "$S" --port "$port_api" || fail "API server restarts"
 printf '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"%s"}}' $NSP | k8s_ctl put /api/v1/namespaces/$NSP - >/dev/null
 check "API back: the NodeFeature is published again" wait_for 40 sh -c "cd $FB_TOP && . tests/k8s/start.sh && K8S_DIR=$S k8s_ctl get $NFP 2>/dev/null | grep -q outage"
 check "and the worker never exited" kill -0 $wpid
-testing "no token text in the worker's log" "grep -c \"\$(cat $S/tokens/node1)\" $W/w.log" "0\n"
+testing "no token text in the worker's log" "grep -c -F -e \"\$(cat $S/tokens/node1)\" $W/w.log" "0\n"
 
 # 5. SIGTERM: exit 0 within 2 s.
 t0=$(date +%s%N)

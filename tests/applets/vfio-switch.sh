@@ -64,6 +64,8 @@ for bad in 0000:65:00 0000:65:20.0 0000:65:00.8 000:65:00.0 100000000:00:00.0 g0
 	testing "malformed address \"$bad\": exit 2, named" \
 		"$VS --pci '$bad' --to vfio-pci 2>err; echo \$?; grep -c 'not a PCI address' err" "2\n1\n"
 done
+testing "--to .. is no driver name: exit 2" "$VS --pci $GPU --to .. 2>/dev/null; echo \$?" "2\n"
+testing "--to=-r is no driver name (never an option to modprobe): exit 2" "$VS --pci $GPU --to=-r 2>/dev/null; echo \$?" "2\n"
 testing "--to with a slash: exit 2" "$VS --pci $GPU --to ../x 2>err; echo \$?; grep -c 'not a driver name' err" "2\n1\n"
 testing "--to none would leave it driverless: exit 2" "$VS --pci $GPU --to none 2>/dev/null; echo \$?" "2\n"
 testing "--group other: exit 2" "$VS --pci $GPU --to vfio-pci --group all 2>/dev/null; echo \$?" "2\n"
@@ -131,6 +133,18 @@ testing "a domain of 5 hex digits, unbound before" \
 testing "a pair already on vfio-pci: unchanged" \
 	"$VS --pci 0000:06:00.1 --to vfio-pci 2>/dev/null | j 'r[\"result\"]'" "unchanged\n"
 
+testing "a domain written with leading zeros is the kernel's name" \
+	"$VS --pci 00000:01:00.0 --to vfio-pci --dry-run 2>/dev/null | j 'r[\"device\"], r[\"result\"]'" "('0000:01:00.0', 'dry-run')\n"
+fresh
+echo vfio-pci >"$T/sys/bus/pci/devices/$GPU/driver_override"
+testing "on the target with a stale override: only the override is rewritten" \
+	"$VS --pci $GPU --to nvidia 2>/dev/null | j 'r[\"result\"], r[\"plan\"]'; state $GPU; kernlog" \
+	"('switched', ['write $T/sys/bus/pci/devices/$GPU/driver_override: nvidia'])\nnvidia/nvidia\n"
+fresh
+testing "back from vfio-pci where the HDA has no host driver: the GPU on nvidia, the HDA left driverless, exit 0" \
+	"$VS --pci 0000:06:00.0 --to nvidia >out 2>$W/err.log; rc=\$?; j 'r[\"result\"], [f[\"to\"] for f in r[\"functions\"]]' <out; echo \$rc; state 0000:06:00.0 0000:06:00.1; grep -c 'no host driver took it' $W/err.log" \
+	"('switched', ['nvidia', None])\n0\nnvidia/nvidia -/-\n1\n"
+
 # 7. Failures: rolled back (5), or stuck and listed (6).
 fresh --refuse $HDA=vfio-pci
 testing "the HDA's probe fails: rolled back, exit 5" \
@@ -142,26 +156,84 @@ testing "the GPU refuses nvidia again: exit 6, stuck device listed" \
 	"$VS --pci $GPU --to vfio-pci --timeout 400ms >out 2>$W/err.log; rc=\$?; j 'r[\"result\"], r[\"stuck\"], \"rollback failed for $GPU\" in r[\"error\"]' <out; echo \$rc" \
 	"('rollback-failed', ['$GPU'], True)\n6\n"
 
+# SIGTERM (Job deleted, deadline) in the middle: stopped, rolled back, the result printed.
+sigterm() {
+	$VS --pci $GPU --to vfio-pci --timeout 20s >"$W/term.out" 2>"$W/term.err" &
+	local pid=$! i
+	for i in $(seq 200); do
+		grep -q "probe $HDA" "$T/fakekernel.log" 2>/dev/null && break
+		sleep 0.05
+	done
+	kill -TERM $pid
+	wait $pid
+	echo $?
+	j 'r["result"], "terminated by a signal" in r["error"]' <"$W/term.out"
+	state $GPU $HDA
+}
+fresh --refuse $HDA=vfio-pci
+testing "SIGTERM while waiting: rolled back, exit 5, result printed" "sigterm" \
+	"5\n('rolled-back', True)\nnvidia/- snd_hda_intel/-\n"
+# Another run holds the IOMMU group: refused after --timeout.
+fresh
+python3 -c 'import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_EX)
+open(sys.argv[2], "w").close()
+time.sleep(60)' "$T/sys/kernel/iommu_groups/2" "$W/locked" &
+lockpid=$!
+for _ in $(seq 100); do [ -f "$W/locked" ] && break; sleep 0.05; done
+testing "IOMMU group locked by another run: refused after --timeout, exit 4, nothing written" \
+	"$VS --pci $GPU --to vfio-pci --timeout 300ms >out 2>/dev/null; rc=\$?; j 'r[\"result\"], \"locked by another vfio-switch\" in r[\"error\"]' <out; echo \$rc; kernlog" \
+	"('refused', True)\n4\n"
+kill $lockpid 2>/dev/null
+wait $lockpid 2>/dev/null
+testing "the lock released: the switch goes through" "$VS --pci $GPU --to vfio-pci 2>/dev/null | j 'r[\"result\"]'" "switched\n"
+
 # 8. Loading the target driver with modprobe from PATH.
 fresh
 mkdir -p "$W/bin"
 cat >"$W/bin/modprobe" <<EOF
 #!/bin/sh
 # fake modprobe: registers the driver in the test tree
-[ "\$1" = -q ] && shift
 echo "\$@" >>"$W/modprobe.log"
+[ "\$1" = -q ] && shift
+[ "\$1" = -- ] && shift
 [ "\$1" = nouveau ] || exit 1
 mkdir -p "$T/sys/bus/pci/drivers/\$1" && : >"$T/sys/bus/pci/drivers/\$1/unbind" && : >"$T/sys/bus/pci/drivers/\$1/bind"
 EOF
 chmod +x "$W/bin/modprobe"
 testing "a driver not loaded is modprobe'd, then bound" \
 	"PATH=$W/bin:\$PATH $VS --pci $GPU --to nouveau 2>/dev/null | j 'r[\"result\"], r[\"plan\"][0]'; cat $W/modprobe.log; state $GPU $HDA" \
-	"('switched', 'modprobe nouveau')\nnouveau\nnouveau/nouveau snd_hda_intel/-\n"
+	"('switched', 'modprobe nouveau')\n-q -- nouveau\nnouveau/nouveau snd_hda_intel/-\n"
 fresh
 before=$(tree)
 testing "a driver modprobe cannot load: refused, exit 4, nothing written" \
 	"PATH=$W/bin:\$PATH $VS --pci $GPU --to nosuchdrv 2>/dev/null | j 'r[\"result\"], \"modprobe nosuchdrv did not load it\" in r[\"error\"]'; PATH=$W/bin:\$PATH $VS --pci $GPU --to nosuchdrv >/dev/null 2>&1; echo \$?; tree; kernlog" \
 	"('refused', True)\n4\n$before\n"
+
+# modprobe inside the host root (a prefix ending in "/"), found there even
+# when sbin/modprobe is an absolute link (Debian: /sbin/modprobe -> /bin/kmod).
+if [ "$(id -u)" = 0 ] && command -v musl-gcc >/dev/null; then
+	fresh
+	mkdir -p "$T/opt" "$T/sbin"
+	printf '%s\n' '#include <stdio.h>' '#include <sys/stat.h>' \
+		'int main(int argc, char **argv)' '{' \
+		'	const char *m = argv[argc - 1];' '	char p[256];' '	FILE *f;' \
+		'	snprintf(p, sizeof(p), "/sys/bus/pci/drivers/%s", m);' '	mkdir(p, 0755);' \
+		'	snprintf(p, sizeof(p), "/sys/bus/pci/drivers/%s/unbind", m);' \
+		'	if ((f = fopen(p, "w")))' '		fclose(f);' \
+		'	if ((f = fopen("/modprobe.log", "a"))) {' \
+		'		for (int i = 1; i < argc; i++)' \
+		'			fprintf(f, "%s%s", argv[i], i + 1 < argc ? " " : "\n");' \
+		'		fclose(f);' '	}' '	return 0;' '}' >"$W/kmod.c"
+	musl-gcc -static -o "$T/opt/kmod" "$W/kmod.c"
+	ln -s /opt/kmod "$T/sbin/modprobe"
+	testing "modprobe runs chrooted in the host root through an absolute link, with -- before the name" \
+		"env PATH=/nonexistent ${FBRUN:+$(command -v "$FBRUN")} $FBBIN vfio-switch --host-prefix $T/ --pci $GPU --to nouveau 2>/dev/null | j 'r[\"result\"]'; cat $T/modprobe.log; state $GPU" \
+		"switched\n-q -- nouveau\nnouveau/nouveau\n"
+else
+	echo "SKIP: $SUITE: modprobe in a chroot (needs root for chroot(2) and musl-gcc for a static stand-in)"
+fi
 
 # 9. --update-physicalgpu: status.currentState and an Event, with the node's own rights.
 k8s_start "$W/k8s" || { fail "test API server starts"; exit 1; }
@@ -190,6 +262,6 @@ k8s_ctl fault --path physicalgpus --status 500 --count -1 >/dev/null
 testing "API failing: the switch still succeeds, exit 0, a warning" \
 	"$UP --pci $GPU --to default >/dev/null 2>$W/err.log; echo \$?; grep -c 'HTTP 500' $W/err.log; state $GPU" "0\n1\nnvidia/-\n"
 k8s_ctl clear-faults >/dev/null
-testing "the token never reaches the log" "cat $W/up.log $W/err.log | grep -c \"\$(cat $K8S_DIR/tokens/node1)\"" "0\n"
+testing "the token never reaches the log" "cat $W/up.log $W/err.log | grep -c -F -e \"\$(cat $K8S_DIR/tokens/node1)\"" "0\n"
 
 done_testing

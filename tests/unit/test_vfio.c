@@ -8,7 +8,8 @@
 /* ---- building snapshots ------------------------------------------------- */
 
 /* Adds a function: flags is a string of letters: d = the device, g = in
- * the group, l = linked, v = boot_vga 1. */
+ * the group, l = linked, v = boot_vga 1, n = no IOMMU group, s = SR-IOV VFs
+ * enabled. */
 static void fn_add(struct vfio_snap *s, const char *addr, const char *cls, const char *drv, const char *ov,
 		   const char *flags)
 {
@@ -22,6 +23,8 @@ static void fn_add(struct vfio_snap *s, const char *addr, const char *cls, const
 	f->boot_vga = strchr(flags, 'v') ? 1 : -1;
 	f->in_group = strchr(flags, 'g') != NULL;
 	f->linked = strchr(flags, 'l') != NULL;
+	f->no_group = strchr(flags, 'n') != NULL;
+	f->sriov_vfs = strchr(flags, 's') != NULL;
 	if (strchr(flags, 'd')) {
 		f->is_device = 1;
 		s->dev = s->n;
@@ -66,6 +69,9 @@ enum scen {
 	S_LINKED,       /* HDA consumer outside the group */
 	S_BRIDGE,       /* the device is a bridge */
 	S_DRIVERLESS,   /* an unrelated driverless member */
+	S_STALE,        /* on nvidia, but the override says vfio-pci */
+	S_SRIOV,        /* a NIC PF with VFs enabled */
+	S_STUB,         /* a member held by pci-stub */
 };
 
 static void scen(struct vfio_snap *s, enum scen sc, const char *target, int loaded)
@@ -93,7 +99,7 @@ static void scen(struct vfio_snap *s, enum scen sc, const char *target, int load
 		break;
 	case S_NO_GROUP:
 		snap_init(s, "", target, loaded);
-		fn_add(s, "0000:05:00.0", "030200", "nvidia", "", "dg");
+		fn_add(s, "0000:05:00.0", "030200", "nvidia", "", "dgn");
 		break;
 	case S_LONG_DOMAIN:
 		snap_init(s, "7", target, loaded);
@@ -123,6 +129,19 @@ static void scen(struct vfio_snap *s, enum scen sc, const char *target, int load
 		snap_init(s, "3", target, loaded);
 		fn_add(s, "0000:02:00.0", "030200", "nvidia", "", "dg");
 		fn_add(s, "0000:03:00.0", "020000", "", "", "g");
+		break;
+	case S_STALE:
+		snap_init(s, "2", target, loaded);
+		fn_add(s, "0000:01:00.0", "030000", "nvidia", "vfio-pci", "dg");
+		break;
+	case S_SRIOV:
+		snap_init(s, "12", target, loaded);
+		fn_add(s, "0000:3b:00.0", "020000", "mlx5_core", "", "dgs");
+		break;
+	case S_STUB:
+		snap_init(s, "3", target, loaded);
+		fn_add(s, "0000:02:00.0", "030200", "nvidia", "", "dg");
+		fn_add(s, "0000:02:00.1", "040300", "pci-stub", "", "g");
 		break;
 	}
 }
@@ -199,7 +218,8 @@ static const struct plan_case plan_cases[] = {
 	  "wait until 10000:01:00.0 is bound to vfio-pci\n",
 	  NULL, NULL },
 	{ "two GPUs of one class in a group move together", S_TWO_GPUS, "vfio-pci", 1, 0, VFIO_GROUP_AUTO,
-	  "GO\n" MOVE("0000:41:00.0", "vfio-pci", "nvidia") MOVE("0000:42:00.0", "vfio-pci", "nvidia"), NULL, NULL },
+	  "GO\n" MOVE("0000:41:00.0", "vfio-pci", "nvidia") MOVE("0000:42:00.0", "vfio-pci", "nvidia"), NULL,
+	  "IOMMU group 9: other cards of the same class move too: 0000:42:00.0 (nvidia)" },
 	{ "a device-link consumer outside the group moves with the GPU", S_LINKED, "vfio-pci", 1, 0,
 	  VFIO_GROUP_AUTO, "GO\n" MOVE("0000:01:00.0", "vfio-pci", "nvidia") MOVE("0000:08:00.0", "vfio-pci", "snd_hda_intel"),
 	  NULL, NULL },
@@ -207,6 +227,12 @@ static const struct plan_case plan_cases[] = {
 	  "0000:00:1c.0 is a bridge (class 0604)", NULL },
 	{ "an unrelated driverless member is viable already: left alone", S_DRIVERLESS, "vfio-pci", 1, 0,
 	  VFIO_GROUP_AUTO, "GO\n" MOVE("0000:02:00.0", "vfio-pci", "nvidia"), NULL, NULL },
+	{ "bound to the target with a stale override: only the override is fixed", S_STALE, "nvidia", 1, 0,
+	  VFIO_GROUP_AUTO, "GO\nwrite " DEV("0000:01:00.0") "/driver_override: nvidia\n", NULL, NULL },
+	{ "a function with SR-IOV VFs enabled: refused", S_SRIOV, "vfio-pci", 1, 0, VFIO_GROUP_AUTO, "REFUSED\n",
+	  "0000:3b:00.0 has SR-IOV virtual functions enabled", NULL },
+	{ "a member on pci-stub keeps the group viable: left alone", S_STUB, "vfio-pci", 1, 0, VFIO_GROUP_AUTO,
+	  "GO\n" MOVE("0000:02:00.0", "vfio-pci", "nvidia"), NULL, NULL },
 };
 
 static void test_plans(void)
@@ -249,6 +275,8 @@ static void test_addr(void)
 		{ "0000:65:1F.7", "0000:65:1f.7" },
 		{ "65:00.0", "0000:65:00.0" },
 		{ "10000:02:05.0", "10000:02:05.0" },
+		{ "00000:01:00.0", "0000:01:00.0" },      /* as the kernel spells it */
+		{ "00010000:02:05.0", "10000:02:05.0" },
 		{ "ffffffff:ff:1f.7", "ffffffff:ff:1f.7" },
 		{ "100000000:00:00.0", NULL }, /* domain over 32 bits */
 		{ "000:65:00.0", NULL },
@@ -279,6 +307,8 @@ static void test_addr(void)
 	T_INT("driver name nvgrace_gpu_vfio_pci", vfio_valid_driver("nvgrace_gpu_vfio_pci"), 1);
 	T_INT("driver name with '/'", vfio_valid_driver("../vfio"), 0);
 	T_INT("driver name empty", vfio_valid_driver(""), 0);
+	T_INT("driver name \"..\"", vfio_valid_driver(".."), 0);
+	T_INT("driver name \"-r\" (an option to modprobe)", vfio_valid_driver("-r"), 0);
 	T_INT("VFIO variants recognised", vfio_is_vfio("nvgrace_gpu_vfio_pci") && vfio_is_vfio("vfio-pci") &&
 						  !vfio_is_vfio("nvidia"), 1);
 }
@@ -350,6 +380,9 @@ struct fk {
 	int fail_at;        /* this write fails (-1: none) */
 	int nobind_at;      /* this drivers_probe write binds nothing (-1: none) */
 	int refuse_after;   /* once something failed, every later write fails */
+	int mutate_at;      /* at this write another actor unbinds d[mutate_dev] (-1: never) */
+	size_t mutate_dev;
+	int cancel_after;   /* a signal is pending once this many writes were seen (-1: never) */
 	int failed;
 	long long now;
 };
@@ -357,7 +390,7 @@ struct fk {
 static void fk_init(struct fk *k)
 {
 	memset(k, 0, sizeof(*k));
-	k->fail_at = k->nobind_at = -1;
+	k->fail_at = k->nobind_at = k->mutate_at = k->cancel_after = -1;
 }
 
 static void fk_dev(struct fk *k, const char *addr, const char *drv, const char *ov, const char *dflt)
@@ -400,6 +433,8 @@ static int fk_write(void *ctx, const char *path, const char *value)
 	const char *devs = "sys/bus/pci/devices/";
 	struct fk_dev *d;
 
+	if (idx == k->mutate_at)
+		k->d[k->mutate_dev].driver[0] = '\0';
 	if (idx == k->fail_at || (k->failed && k->refuse_after)) {
 		k->failed = 1;
 		errno = EIO;
@@ -469,6 +504,13 @@ static int fk_state(void *ctx, const char *addr, char *driver, char *override)
 	return 0;
 }
 
+static int fk_cancelled(void *ctx)
+{
+	struct fk *k = ctx;
+
+	return k->cancel_after >= 0 && k->writes >= k->cancel_after;
+}
+
 static int fk_modprobe(void *ctx, const char *module)
 {
 	struct fk *k = ctx;
@@ -497,6 +539,7 @@ static void fk_ops(struct vfio_ops *o, struct fk *k)
 	o->state = fk_state;
 	o->loaded = fk_loaded;
 	o->modprobe = fk_modprobe;
+	o->cancelled = fk_cancelled;
 	o->now_ms = fk_now;
 	o->sleep_ms = fk_sleep;
 }
@@ -507,28 +550,35 @@ struct world {
 	const char *name;
 	enum scen sc;
 	const char *target;
-	int loaded;
+	int loaded, force;
+	enum vfio_group_mode group;
 	const char *dflt[4];    /* default driver per snapshot function */
 	const char *want[4];    /* driver per function after a clean run */
 	const char *want_ov[4]; /* override per function after a clean run */
 };
 
 static const struct world worlds[] = {
-	{ "GPU+HDA to vfio-pci", S_GPU_HDA, "vfio-pci", 1, { "pcieport", "nvidia", "snd_hda_intel" },
+	{ "GPU+HDA to vfio-pci", S_GPU_HDA, "vfio-pci", 1, 0, VFIO_GROUP_AUTO, { "pcieport", "nvidia", "snd_hda_intel" },
 	  { "pcieport", "vfio-pci", "vfio-pci" }, { "", "vfio-pci", "vfio-pci" } },
-	{ "GPU+HDA back to default", S_GPU_HDA_VFIO, "default", 1, { "nvidia", "snd_hda_intel" },
+	{ "GPU+HDA back to default", S_GPU_HDA_VFIO, "default", 1, 0, VFIO_GROUP_AUTO, { "nvidia", "snd_hda_intel" },
 	  { "nvidia", "snd_hda_intel" }, { "", "" } },
-	{ "GPU+HDA to nvidia", S_GPU_HDA_VFIO, "nvidia", 1, { "nvidia", "snd_hda_intel" },
+	{ "GPU+HDA to nvidia", S_GPU_HDA_VFIO, "nvidia", 1, 0, VFIO_GROUP_AUTO, { "nvidia", "snd_hda_intel" },
 	  { "nvidia", "snd_hda_intel" }, { "nvidia", "" } },
-	{ "unbound GPU in a VMD domain, vfio-pci loaded by modprobe", S_LONG_DOMAIN, "vfio-pci", 0, { "" },
-	  { "vfio-pci" }, { "vfio-pci" } },
-	{ "two GPUs of a group to vfio-pci", S_TWO_GPUS, "vfio-pci", 1, { "pcieport", "nvidia", "nvidia" },
-	  { "pcieport", "vfio-pci", "vfio-pci" }, { "", "vfio-pci", "vfio-pci" } },
+	{ "unbound GPU in a VMD domain, vfio-pci loaded by modprobe", S_LONG_DOMAIN, "vfio-pci", 0, 0,
+	  VFIO_GROUP_AUTO, { "" }, { "vfio-pci" }, { "vfio-pci" } },
+	{ "two GPUs of a group to vfio-pci", S_TWO_GPUS, "vfio-pci", 1, 0, VFIO_GROUP_AUTO,
+	  { "pcieport", "nvidia", "nvidia" }, { "pcieport", "vfio-pci", "vfio-pci" }, { "", "vfio-pci", "vfio-pci" } },
+	{ "GPU and its linked HDA outside the group", S_LINKED, "vfio-pci", 1, 0, VFIO_GROUP_AUTO,
+	  { "nvidia", "snd_hda_intel" }, { "vfio-pci", "vfio-pci" }, { "vfio-pci", "vfio-pci" } },
+	{ "a shared group with --force", S_GPU_NIC, "vfio-pci", 1, 1, VFIO_GROUP_AUTO, { "nvidia", "ice" },
+	  { "vfio-pci", "vfio-pci" }, { "vfio-pci", "vfio-pci" } },
+	{ "--group device", S_GPU_HDA, "vfio-pci", 1, 0, VFIO_GROUP_DEVICE, { "pcieport", "nvidia", "snd_hda_intel" },
+	  { "pcieport", "vfio-pci", "snd_hda_intel" }, { "", "vfio-pci", "" } },
 };
 
 static void world_fk(const struct world *w, const struct vfio_snap *s, struct fk *k)
 {
-	static const char *const drivers[] = { "pcieport", "nvidia", "snd_hda_intel", "vfio-pci" };
+	static const char *const drivers[] = { "pcieport", "nvidia", "snd_hda_intel", "ice", "vfio-pci" };
 
 	fk_init(k);
 	for (size_t i = 0; i < s->n; i++)
@@ -571,12 +621,12 @@ static void test_apply(void)
 		const struct world *wd = &worlds[w];
 		struct vfio_snap s;
 		struct vfio_plan p;
-		struct vfio_req req = { .group = VFIO_GROUP_AUTO };
+		struct vfio_req req = { .group = wd->group, .force = wd->force };
 		struct vfio_result r;
 		struct vfio_ops o;
 		struct fk k;
 		char name[256], diff[512];
-		int writes, probes[16], np = 0, ok = 1;
+		int writes, probes[16], soft[16], pfn[16], np = 0, ok = 1;
 
 		scen(&s, wd->sc, wd->target, wd->loaded);
 		vfio_plan(&s, &req, &p);
@@ -595,8 +645,11 @@ static void test_apply(void)
 		np = 0;
 		for (size_t j = 0, idx = 0; j < p.n; j++)
 			if (p.step[j].kind == VFIO_STEP_WRITE) {
-				if (strcmp(p.step[j].path, "sys/bus/pci/drivers_probe") == 0)
+				if (strcmp(p.step[j].path, "sys/bus/pci/drivers_probe") == 0) {
+					soft[np] = j + 1 < p.n && p.step[j + 1].kind == VFIO_STEP_WAIT && p.step[j + 1].soft;
+					pfn[np] = p.step[j].fn;
 					probes[np++] = (int)idx;
+				}
 				idx++;
 			}
 		snprintf(name, sizeof(name), "apply %s: one write per plan step", wd->name);
@@ -663,8 +716,21 @@ static void test_apply(void)
 				T_OK(name, all && n6 > 0, "n5 %d n6 %d", n5, n6);
 			}
 		}
-		/* a probe that binds nothing: the wait times out, rolled back */
+		/* a probe that binds nothing: the wait times out, rolled back; a
+		 * function that leaves VFIO beside the device is left driverless */
 		for (int j = 0; j < np; j++) {
+			if (soft[j]) {
+				world_fk(wd, &s, &k);
+				k.nobind_at = probes[j];
+				vfio_apply(&s, &p, &o, 1000, &lg, &r);
+				snprintf(name, sizeof(name),
+					 "apply %s: probe %d binds nothing, a companion leaving VFIO: exit 0, left without a driver",
+					 wd->name, j + 1);
+				T_OK(name, r.exit == 0 && !k.d[pfn[j]].driver[0] && !k.d[pfn[j]].override[0] &&
+						   !strcmp(k.d[s.dev].driver, wd->want[s.dev]),
+				     "exit %d: %s", r.exit, r.why);
+				continue;
+			}
 			for (int refuse = 0; refuse < 2; refuse++) {
 				world_fk(wd, &s, &k);
 				k.nobind_at = probes[j];
@@ -682,6 +748,41 @@ static void test_apply(void)
 					     "exit %d: %s", r.exit, r.why);
 			}
 		}
+	}
+
+	/* a signal after each write: stopped, rolled back, exit 5 */
+	{
+		const struct world *wd = &worlds[0];
+		struct vfio_snap s;
+		struct vfio_plan p;
+		struct vfio_req req = { .group = VFIO_GROUP_AUTO };
+		struct vfio_result r;
+		struct vfio_ops o;
+		struct fk k;
+		char name[128], diff[512];
+
+		scen(&s, wd->sc, wd->target, wd->loaded);
+		vfio_plan(&s, &req, &p);
+		fk_ops(&o, &k);
+		for (int n = 0; n < 6; n++) {
+			world_fk(wd, &s, &k);
+			k.cancel_after = n;
+			vfio_apply(&s, &p, &o, 1000, &lg, &r);
+			snprintf(name, sizeof(name), "apply: SIGTERM after write %d: rolled back, exit 5", n);
+			T_OK(name, r.exit == 5 && restored(&s, &k, diff, sizeof(diff)) && strstr(r.why, "terminated by a signal"),
+			     "exit %d: %s / %s", r.exit, diff, r.why);
+		}
+		/* another actor unbinds the HDA while we move the GPU: we stop
+		 * before touching it, restore the GPU, leave the HDA as they did */
+		world_fk(wd, &s, &k);
+		k.mutate_at = 0;
+		k.mutate_dev = 2;
+		vfio_apply(&s, &p, &o, 1000, &lg, &r);
+		T_OK("apply: a function changed since the snapshot: not touched, the rest rolled back, exit 5",
+		     r.exit == 5 && strstr(r.why, "0000:01:00.1 changed since the snapshot") && !k.d[2].driver[0] &&
+			     !k.d[2].override[0] && !strcmp(k.d[1].driver, "nvidia") && !k.d[1].override[0] &&
+			     r.fn[2] == VFIO_FN_UNTOUCHED && r.fn[1] == VFIO_FN_ROLLED_BACK,
+		     "exit %d: %s", r.exit, r.why);
 	}
 
 	/* the target cannot be loaded: refused before any write */
