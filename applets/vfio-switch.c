@@ -22,8 +22,14 @@
  *   bound.
  * - No persistence across reboots (driverctl's /etc/driverctl.d): the Job
  *   is re-run by the controller.
- * - Extra refusals: a device without an IOMMU group when moving to a VFIO
- *   driver (vfio-pci cannot bind it), and a bridge as the device.
+ * - Extra refusals: a function without an IOMMU group when moving to a VFIO
+ *   driver (vfio-pci cannot bind it), one with SR-IOV VFs enabled, a bridge
+ *   as the device, a group over 32 functions, and a group another run holds
+ *   (flock on its iommu_group directory).
+ * - SIGTERM/SIGINT/SIGHUP are held once the group is locked; one arriving
+ *   during apply stops it and rolls back (exit 5) with the result printed.
+ * - A function leaving VFIO beside the device that finds no host driver in
+ *   3 s is left without one (warning), not rolled back.
  * - "BB:DD.F" is accepted for domain 0000, as lspci prints it.
  * - Exit 1 when sysfs cannot be read at all (not in the spec's list).
  */
