@@ -844,7 +844,8 @@ static int real_loaded(void *ctx, const char *driver)
 
 static int real_modprobe(void *ctx, const char *module)
 {
-	static const char *const where[] = { "/sbin/modprobe", "/usr/sbin/modprobe", "/bin/modprobe", "/usr/bin/modprobe" };
+	/* relative to the host root (the child runs them from "/" inside it) */
+	static const char *const where[] = { "sbin/modprobe", "usr/sbin/modprobe", "bin/modprobe", "usr/bin/modprobe" };
 	struct vfio_real *r = ctx;
 	const char *root = NULL;
 	char path[PATH_MAX];
@@ -855,7 +856,7 @@ static int real_modprobe(void *ctx, const char *module)
 	/* the host's modprobe when the root has one (lstat: Debian's is an
 	 * absolute link, which only resolves inside the chroot) */
 	for (size_t i = 0; r->root && !root && i < sizeof(where) / sizeof(where[0]); i++) {
-		snprintf(path, sizeof(path), "%s%s", r->root, where[i]);
+		snprintf(path, sizeof(path), "%s/%s", r->root, where[i]);
 		if (lstat(path, &st) == 0)
 			root = r->root;
 	}
