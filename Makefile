@@ -85,7 +85,7 @@ FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build/check/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=build/check/tests/%)
 
-.PHONY: all check test size bench clean distclean cross fuzz fuzz-bins
+.PHONY: all check test size bench clean distclean cross fuzz fuzz-bins unit-bins
 .DEFAULT_GOAL := all
 
 # mbedTLS and cJSON are built for every flavour (cached under $(B)/lib) though
@@ -126,6 +126,14 @@ else
 $(B)/featurebox.unstripped: $(MAIN_OBJ) $(APPLET_OBJ) $(CORE_OBJ) $(LIBS)
 	$(CC) $(OPT) $(LDFLAGS_FB) -o $@ $^ $(LDLIBS)
 
+# the unit tests as static binaries of this arch (tests/run runs the aarch64
+# ones under qemu-user): `make ARCH=aarch64 unit-bins`
+unit-bins: $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+
+$(B)/tests/test_%: tests/unit/test_%.c tests/unit/t.h $(CORE_OBJ) $(LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_FB) -Wno-missing-field-initializers -Itests/unit $(LDFLAGS_FB) -o $@ $< $(CORE_OBJ) $(LIBS) $(LDLIBS)
+
 $(BIN): $(B)/featurebox.unstripped
 	$(STRIP) --strip-all -o $@ $<
 endif
@@ -143,7 +151,7 @@ cross:
 test:
 	$(MAKE) all
 	$(MAKE) FLAVOUR=check all
-	$(MAKE) ARCH=aarch64
+	$(MAKE) ARCH=aarch64 all unit-bins
 	$(MAKE) ARCH=armhf
 	tests/run
 

@@ -25,7 +25,9 @@ static void t_result(int ok, const char *file, int line, const char *name, const
 {
 	va_list ap;
 
-	printf("%s: %s: %s", ok ? "PASS" : "FAIL", t_suite, name);
+	const char *tag = getenv("FB_TEST_TAG"); /* "aarch64": the cross build under qemu-user */
+
+	printf("%s: %s%s%s: %s", ok ? "PASS" : "FAIL", tag ? tag : "", tag ? "/" : "", t_suite, name);
 	if (!ok) {
 		t_failed++;
 		printf(" (%s:%d: ", file, line);

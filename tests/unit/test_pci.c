@@ -79,6 +79,17 @@ static const char *const rpi4_all[] = {
 	"0000:01:00.0 0c0330 1106:3483 1106:3483 sriov=- group=-/- mmu=- drv=xhci_hcd numa=-1 vga=-1",
 };
 
+/* a real kernel's tree: QEMU q35 with intel-iommu under Debian's 6.1 kernel,
+ * copied out by tests/vm (FB_VM_CAPTURE=1 tests/vm/run q35) */
+static const char *const qemu_q35_all[] = {
+	"0000:00:00.0 060000 8086:29c0 1af4:1100 sriov=- group=0/DMA-FQ mmu=1:0 drv=- numa=-1 vga=-1",
+	"0000:00:01.0 0c0330 1b36:000d 1af4:1100 sriov=- group=1/DMA-FQ mmu=1:0 drv=xhci_hcd numa=-1 vga=-1",
+	"0000:00:02.0 038000 1234:1111 1af4:1100 sriov=- group=2/DMA-FQ mmu=1:0 drv=bochs-drm numa=-1 vga=-1",
+	"0000:00:1f.0 060100 8086:2918 1af4:1100 sriov=- group=3/DMA-FQ mmu=1:0 drv=- numa=-1 vga=-1",
+	"0000:00:1f.2 010601 8086:2922 1af4:1100 sriov=- group=3/DMA-FQ mmu=1:0 drv=- numa=-1 vga=-1",
+	"0000:00:1f.3 0c0500 8086:2930 1af4:1100 sriov=- group=3/DMA-FQ mmu=1:0 drv=- numa=-1 vga=-1",
+};
+
 static char tmp[64];
 static int logfd = -1;
 
@@ -403,6 +414,8 @@ int main(void)
 	pci_list_free(&l);
 	logged();
 	check_fixture(top, "rpi4", ALL, rpi4_all, sizeof(rpi4_all) / sizeof(rpi4_all[0]), "all fields");
+	check_fixture(top, "qemu-q35", ALL, qemu_q35_all, sizeof(qemu_q35_all) / sizeof(qemu_q35_all[0]),
+		      "all fields");
 	T_STR("rpi4: nothing logged", logged(), "");
 
 	/* no bus: an empty list, not an error; a prefix that does not exist either */

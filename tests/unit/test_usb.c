@@ -29,6 +29,16 @@ static const char *fmt(const struct usb_dev *d, char *buf, size_t size)
 	return buf;
 }
 
+/* QEMU q35's xHCI under Debian's 6.1 kernel (tests/vm): two HID devices, the
+ * FTDI serial adapter (class per interface: ff) and the root hubs */
+static const char *const qemu_q35[] = {
+	"1-1 00 0627:0001 serial=68284-0000:00:01.0-1 ifaces=03",
+	"1-2 00 0627:0001 serial=28754-0000:00:01.0-2 ifaces=03",
+	"1-3 00 0403:6001 serial=1-0000:00:01.0-3 ifaces=ff",
+	"usb1 09 1d6b:0002 serial=0000:00:01.0 ifaces=09",
+	"usb2 09 1d6b:0003 serial=0000:00:01.0 ifaces=09",
+};
+
 static const char *const rpi4[] = {
 	"1-1 09 2109:3431 serial=- ifaces=09",                  /* VL805's USB 2.0 hub */
 	"1-1.2 ff 03e7:2485 serial=- ifaces=ff",                /* Intel NCS2 */
@@ -278,6 +288,7 @@ int main(void)
 
 	check_fixture(top, "rpi4", rpi4, sizeof(rpi4) / sizeof(rpi4[0]));
 	check_fixture(top, "gpuserver", gpuserver, sizeof(gpuserver) / sizeof(gpuserver[0]));
+	check_fixture(top, "qemu-q35", qemu_q35, sizeof(qemu_q35) / sizeof(qemu_q35[0]));
 
 	usb_list_init(&l);
 	snprintf(path, sizeof(path), "%s/", tmp);
