@@ -7,13 +7,14 @@ for m in xhci-pci usbhid hid-generic bochs; do
 done
 # USB enumeration and the DRM probe are asynchronous
 i=0
-while [ $i -lt 200 ]; do
+while [ $i -lt 600 ]; do
 	n=$(ls /sys/bus/usb/devices/*/idProduct 2>/dev/null | wc -l)
+	ni=$(ls /sys/bus/usb/devices/*:*/bInterfaceClass 2>/dev/null | wc -l)
 	bochs=
 	for d in /sys/bus/pci/devices/*; do
 		[ "$(cat $d/vendor)" = 0x1234 ] && [ "$(cat $d/device)" = 0x1111 ] && bochs=${d##*/}
 	done
-	[ "$n" -ge 5 ] && [ -n "$bochs" ] && [ -e /sys/bus/pci/devices/$bochs/driver ] && break
+	[ "$n" -ge 5 ] && [ "$ni" -ge 5 ] && [ -n "$bochs" ] && [ -e /sys/bus/pci/devices/$bochs/driver ] && break
 	sleep 0.1
 	i=$((i + 1))
 done
@@ -158,12 +159,15 @@ same "gpu-node-agent: its class" "$(grep -o '"class":{"code":"[0-9a-f]*"' /tmp/g
 
 # ---- 3. vfio-switch: bochs-drm -> vfio-pci -> back -------------------------
 ok "vfio-pci is not loaded yet (vfio-switch loads it)" test ! -e /sys/bus/pci/drivers/vfio-pci
+seq() { cat /sys/kernel/uevent_seqnum; } # every bind and unbind is a uevent
+s0=$(seq)
 featurebox vfio-switch --pci $bochs --to vfio-pci --dry-run >/tmp/dry.json 2>/tmp/vs.err
 same "vfio-switch --dry-run exits 0" "$?" 0
 same "vfio-switch --dry-run plans the load and the four steps" \
 	"$(grep -o '"plan":\[[^]]*\]' /tmp/dry.json)" \
 	"\"plan\":[\"modprobe vfio-pci\",\"write /sys/bus/pci/devices/$bochs/driver_override: vfio-pci\",\"write /sys/bus/pci/devices/$bochs/driver/unbind: $bochs\",\"write /sys/bus/pci/drivers_probe: $bochs\",\"wait until $bochs is bound to vfio-pci\"]"
 same "vfio-switch --dry-run changed nothing" "$(drv $bochs) $(ovr $bochs) $(ls /sys/bus/pci/drivers | grep -c vfio)" "bochs-drm (null) 0"
+same "vfio-switch --dry-run: no uevent at all (nothing bound, unbound or loaded)" "$(seq)" "$s0"
 featurebox vfio-switch --pci 0000:00:1f.7 --to vfio-pci >/tmp/nf3.json 2>>/tmp/vs.err
 same "vfio-switch: an unknown address exits 3" "$?" 3
 featurebox vfio-switch --pci $bochs --to vfio-pci >/tmp/sw.json 2>>/tmp/vs.err
@@ -172,15 +176,18 @@ same "vfio-switch: the result" "$(grep -o '"result":"[a-z-]*"}$' /tmp/sw.json) $
 	"\"result\":\"switched\"} \"functions\":[{\"address\":\"$bochs\",\"from\":\"bochs-drm\",\"to\":\"vfio-pci\",\"result\":\"switched\"}]"
 same "the kernel has it on vfio-pci with the override" "$(drv $bochs) $(ovr $bochs)" "vfio-pci vfio-pci"
 ok "/dev/vfio/$group exists" test -e /dev/vfio/$group
+s0=$(seq)
 featurebox vfio-switch --pci $bochs --to vfio-pci >/tmp/sw2.json 2>>/tmp/vs.err
 same "a second identical call exits 0 and changes nothing" "$? $(grep -o '"result":"[a-z-]*"}$' /tmp/sw2.json) $(drv $bochs)" \
 	'0 "result":"unchanged"} vfio-pci'
+same "the second call caused no uevent (no unbind, no rebind)" "$(seq)" "$s0"
 featurebox vfio-switch --pci $bochs --to default >/tmp/back.json 2>>/tmp/vs.err
 same "vfio-switch --to default exits 0" "$?" 0
 same "back on bochs-drm, no override" "$(drv $bochs) $(ovr $bochs)" "bochs-drm (null)"
+ok "/dev/vfio/$group is gone with it" test ! -e /dev/vfio/$group
 ok "the display works again: a DRM card is there" test -e /sys/bus/pci/devices/$bochs/drm
 featurebox vfio-switch --pci $bochs --to vfio-pci --group device -o text >/tmp/sw3.txt 2>>/tmp/vs.err
-same "text output, --group device" "$? $(tail -n 1 /tmp/sw3.txt)" "0 switched"
+same "text output, --group device" "$? $(tail -n 1 /tmp/sw3.txt) $(drv $bochs)" "0 switched vfio-pci"
 featurebox vfio-switch --pci $bochs --to bochs-drm >/tmp/back2.json 2>>/tmp/vs.err
 same "--to bochs-drm by name: back, the override names it" "$? $(drv $bochs) $(ovr $bochs)" "0 bochs-drm bochs-drm"
 echo "--- vfio-switch stderr"
