@@ -189,6 +189,15 @@ kill $lockpid 2>/dev/null
 wait $lockpid 2>/dev/null
 testing "the lock released: the switch goes through" "$VS --pci $GPU --to vfio-pci 2>/dev/null | j 'r[\"result\"]'" "switched\n"
 
+# An IOMMU group bigger than we handle (32 functions): refused, not half-done.
+fresh
+for dev in 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f 10 11; do
+	for fn in 0 1; do ln -s ../../../../devices/pci0000:00/none "$T/sys/kernel/iommu_groups/2/devices/0000:05:$dev.$fn"; done
+done
+testing "an IOMMU group of more than 32 functions: refused, exit 4, nothing written" \
+	"$VS --pci $GPU --to vfio-pci >out 2>/dev/null; rc=\$?; j 'r[\"result\"], \"more functions than we handle\" in r[\"error\"]' <out; echo \$rc; kernlog" \
+	"('refused', True)\n4\n"
+
 # 8. Loading the target driver with modprobe from PATH.
 fresh
 mkdir -p "$W/bin"
