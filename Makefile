@@ -194,7 +194,7 @@ bench:
 	scripts/bench
 
 clean:
-	rm -rf build/featurebox build/x86_64 build/aarch64 build/armhf build/check build/test
+	rm -rf build/featurebox build/x86_64 build/aarch64 build/armhf build/check build/test build/image
 
 distclean:
 	rm -rf build
