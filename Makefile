@@ -5,6 +5,7 @@
 #   make check            sanitizer flavour (glibc, ASan+UBSan) + unit tests run
 #   make test             everything CI runs; ends with "N passed, N failed"
 #   make size             stripped size per built arch and the 15 largest symbols
+#   make image-rootfs     build/image/$(ARCH)/rootfs: the container image's files
 #   make bench            benchmarks (none yet in this issue)
 -include config.mak
 
@@ -158,6 +159,26 @@ test:
 size:
 	@scripts/size-report
 
+# The final stage of the Dockerfile, as a directory: exactly what it copies
+# into the scratch image (scripts/image-check holds the Dockerfile to that,
+# tests/image.sh checks the tree). Applet links are relative symlinks made
+# from applets.def, so a cross-built tree needs no emulator and every link
+# resolves inside the tree as well as in the image.
+IMG_ROOT := build/image/$(ARCH)/rootfs
+IMG_CONF := etc/kubernetes/node-feature-discovery
+.PHONY: image-rootfs
+image-rootfs: $(BIN) applets/applets.def deploy/base/nfd-worker.conf
+	@rm -rf $(IMG_ROOT)
+	@install -d -m 755 $(IMG_ROOT)/usr/bin $(IMG_ROOT)/$(IMG_CONF)
+	@install -m 755 $(BIN) $(IMG_ROOT)/usr/bin/featurebox
+	@sed -n 's/^APPLET(\([a-z0-9-]*\),.*/\1/p' applets/applets.def | \
+		while read -r a; do ln -s featurebox $(IMG_ROOT)/usr/bin/$$a || exit 1; done
+	@install -m 644 deploy/base/nfd-worker.conf $(IMG_ROOT)/$(IMG_CONF)/nfd-worker.conf
+	@find $(IMG_ROOT) -type d -exec chmod 755 {} +
+	@printf 'image-rootfs: %s: %s bytes (%s entries)\n' $(IMG_ROOT) \
+		"$$(find $(IMG_ROOT) -mindepth 1 ! -type d -printf '%s\n' | awk '{ n += $$1 } END { print n }')" \
+		"$$(find $(IMG_ROOT) -mindepth 1 ! -type d | wc -l)"
+
 # Local fuzzing with clang's libFuzzer (not part of make test, which replays the
 # corpus): make fuzz, then build/fuzz/fuzz_dt tests/fuzz/corpus/dt -max_total_time=60
 fuzz:
@@ -173,7 +194,7 @@ bench:
 	scripts/bench
 
 clean:
-	rm -rf build/featurebox build/x86_64 build/aarch64 build/armhf build/check build/test
+	rm -rf build/featurebox build/x86_64 build/aarch64 build/armhf build/check build/test build/image
 
 distclean:
 	rm -rf build
