@@ -3,7 +3,8 @@
 # - every overlay, deploy/jobs and the bases render with `kubectl kustomize`;
 # - tests/deploy_check.py checks the rendered objects (security contexts,
 #   probes, resources, hostPath mounts, the one privileged Job, the image,
-#   ServiceAccounts, RBAC against its table of expected rules) ...
+#   ServiceAccounts, RBAC against its table of expected rules, and that
+#   build/featurebox accepts every container's arguments) ...
 # - ... and fails on deliberately broken copies of deploy/ (a check that
 #   cannot fail proves nothing);
 # - the test API server (tests/k8s/server.py) serves exactly the CRDs of
@@ -54,9 +55,17 @@ for d in $APPLIED base base/crds; do
 done
 
 renders() { for d in $APPLIED; do printf '%s ' "$W/out/$(printf '%s' "$d" | tr / -).yaml"; done; }
-# The checker's own PASS/FAIL lines, one per check and rendering.
+# The checker's own PASS/FAIL lines, one per check and rendering; with the
+# release binary (tests/run runs after make) it also runs every container's
+# command line with --help, so a flag the applet does not have fails here.
+fbbin=()
+if [ -x build/featurebox ]; then
+	fbbin=(--fbbin "$PWD/build/featurebox")
+else
+	fail "build/featurebox is built (make), to check the containers' arguments"
+fi
 # shellcheck disable=SC2046
-python3 tests/deploy_check.py --top . --needs jobs=overlays-gpu $(renders) 2>"$W/err"
+python3 tests/deploy_check.py --top . "${fbbin[@]}" --needs jobs=overlays-gpu $(renders) 2>"$W/err"
 rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 1 ]; then
 	fail "tests/deploy_check.py ran (exit $rc: $(tail -n 5 "$W/err" | tr '\n' ' '))"
@@ -91,7 +100,7 @@ mutate() {
 		fi
 	done
 	# shellcheck disable=SC2046
-	out=$(python3 tests/deploy_check.py --top "$t" --needs jobs=overlays-gpu $(renders) 2>&1)
+	out=$(python3 tests/deploy_check.py --top "$t" "${fbbin[@]}" --needs jobs=overlays-gpu $(renders) 2>&1)
 	if [ $? -eq 1 ] && printf '%s\n' "$out" | grep '^FAIL: ' | grep -qF -- "$want"; then
 		pass "the checker catches: $name"
 	else
@@ -128,6 +137,9 @@ mutate "the vfio-switch Job retried" jobs/vfio-switch.yaml 'backoffLimit: 0 ' 'b
 mutate "a missing ServiceAccount" base/apps/nfd-master/deployment.yaml \
 	'serviceAccountName: nfd-master' 'serviceAccountName: nfd-master-typo' \
 	"ServiceAccount node-feature-discovery/nfd-master-typo is not defined here"
+[ ${#fbbin[@]} -gt 0 ] && mutate "an option nfd-master does not have" base/apps/nfd-master/deployment.yaml \
+	'- --enable-leader-election' '- --leader-elect' \
+	"Deployment/nfd-master nfd-master: nfd-master --port=8080 --leader-elect exits 2"
 mutate "gpu-node-agent bound to the master's role" base/rbac/gpu-node-agent/rbac.yaml \
 	'  kind: ClusterRole\n  name: featurebox-gpu-node-agent\n' \
 	'  kind: ClusterRole\n  name: featurebox-nfd-master\n' \

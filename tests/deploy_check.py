@@ -21,6 +21,8 @@ What it enforces:
   liveness (/healthz) and readiness (/healthz or /readyz) probes on a declared
   port that is the one its --port argument names, and NODE_NAME, POD_NAME and
   POD_UID from the downward API.
+- With --fbbin: every container's command is /usr/bin/featurebox APPLET and
+  the binary accepts its arguments (APPLET ARGS... --help exits 0).
 - Jobs: only vfio-switch-*, which is the only privileged container anywhere:
   pinned to a node, backoffLimit 0, a grace period of at least 120 s,
   --update-physicalgpu, NODE_NAME from the downward API, resources.
@@ -109,8 +111,9 @@ def load_server(top):
 
 
 class Checker:
-    def __init__(self, render, objs, image, crd_names, needed=()):
+    def __init__(self, render, objs, image, crd_names, needed=(), fbbin=None):
         self.render, self.objs, self.image, self.crd_names = render, objs, image, crd_names
+        self.fbbin = fbbin
         self.needed = list(needed)  # objects applied before these (ServiceAccounts)
         self.failed = 0
 
@@ -308,6 +311,30 @@ class Checker:
                     errs.append("%s %s: image %s" % (self.wname(o), c.get("name"), c.get("image")))
         self.report("every container runs the image %s" % self.image, errs)
 
+    def check_args(self):
+        """Every container runs /usr/bin/featurebox APPLET with arguments the
+        built binary accepts: "featurebox APPLET ARGS... --help" exits 0 only
+        when every option before --help parsed (placeholders filled in)."""
+        import subprocess
+        fill = {"__NODE__": "worker-1", "__PCI__": "0000-65-00-0", "__ADDRESS__": "0000:65:00.0",
+                "__DRIVER__": "vfio-pci"}
+        errs = []
+        for o, ps in self.pods():
+            for c, _ in self.containers(ps):
+                n = "%s %s" % (self.wname(o), c.get("name"))
+                cmd = [str(x) for x in (c.get("command") or []) + (c.get("args") or [])]
+                if len(cmd) < 2 or cmd[0] != "/usr/bin/featurebox":
+                    errs.append("%s: command is not /usr/bin/featurebox APPLET" % n)
+                    continue
+                for k, v in fill.items():
+                    cmd = [x.replace(k, v) for x in cmd]
+                r = subprocess.run([self.fbbin] + cmd[1:] + ["--help"], stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=20)
+                if r.returncode != 0:
+                    errs.append("%s: %s exits %d: %s" % (n, " ".join(cmd[1:]), r.returncode,
+                                                         r.stderr.decode(errors="replace").strip()[:200]))
+        self.report("every container's applet accepts its arguments (%s)" % os.path.basename(self.fbbin), errs)
+
     def ns(self, o, default=None):
         return o["metadata"].get("namespace", default)
 
@@ -402,6 +429,8 @@ class Checker:
             self.check_jobs()
             self.check_images()
             self.check_service_accounts()
+            if self.fbbin:
+                self.check_args()
         if self.of_kind("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"):
             self.check_rbac()
         return self.failed
@@ -492,6 +521,7 @@ def main():
     ap.add_argument("--discovery", nargs=3, metavar=("K8S_DIR", "CRD_DIR", "LABEL"),
                     help="instead: compare the running test API server's discovery with CRD_DIR")
     ap.add_argument("--needs", action="append", default=[], metavar="RENDER=OTHER")
+    ap.add_argument("--fbbin", help="also run each container's applet with its arguments and --help")
     ap.add_argument("renders", nargs="*")
     a = ap.parse_args()
     if a.discovery:
@@ -526,7 +556,7 @@ def main():
             print("FAIL: deploy: %s: needs %s, which was not given" % (name, needs[name]))
             failed += 1
             continue
-        failed += Checker(name, objs, image, crd_names, loaded.get(needs.get(name), ())).run()
+        failed += Checker(name, objs, image, crd_names, loaded.get(needs.get(name), ()), a.fbbin).run()
     return 1 if failed else 0
 
 
