@@ -164,6 +164,394 @@ class Res:
         return "/apis/%s/%s" % (self.group, self.version) if self.group else "/api/v1"
 
 
+# ---------------------------------------------------------------------------
+# A YAML subset, enough for the CRD files under deploy/base/crds/ (and for
+# what `kubectl kustomize` prints): block mappings and sequences (also a
+# sequence at its key's indent, and "- key: v" items), plain, single- and
+# double-quoted scalars (also folded over several lines, as kustomize wraps
+# them), flow lists and maps, "|" and ">" block scalars, comments, "---"
+# between documents. Plain scalars resolve as in YAML 1.2's core schema (null,
+# true/false, integers, floats, else strings). Anchors, aliases, tags, "?" keys
+# and directives are refused with YamlError naming the line.
+
+class YamlError(Exception):
+    pass
+
+
+_YAML_INT = re.compile(r"[-+]?[0-9]+\Z")
+_YAML_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?\Z")
+_YAML_ESC = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v",
+             "f": "\f", "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\",
+             "N": "\x85", "_": "\xa0"}
+
+
+def _yaml_plain(s, where):
+    if s[:1] in ("&", "*", "!", "?", "|", ">", "%", "@", "`"):
+        raise YamlError("%s: unsupported YAML (anchor, alias, tag or indicator): %r" % (where, s))
+    if s in ("", "~", "null", "Null", "NULL"):
+        return None
+    if s in ("true", "True", "TRUE"):
+        return True
+    if s in ("false", "False", "FALSE"):
+        return False
+    if _YAML_INT.match(s):
+        return int(s)
+    if re.match(r"0x[0-9a-fA-F]+\Z", s):
+        return int(s[2:], 16)
+    if re.match(r"0o[0-7]+\Z", s):
+        return int(s[2:], 8)
+    if _YAML_FLOAT.match(s):
+        return float(s)
+    return s
+
+
+def _yaml_quoted(s, i, where):
+    """The quoted scalar starting at s[i]: (value, index after it)."""
+    q, out, i = s[i], [], i + 1
+    while i < len(s):
+        c = s[i]
+        if q == "'" and c == "'":
+            if s[i + 1:i + 2] == "'":
+                out.append("'")
+                i += 2
+                continue
+            return "".join(out), i + 1
+        if q == '"' and c == '"':
+            return "".join(out), i + 1
+        if q == '"' and c == "\\":
+            e = s[i + 1:i + 2]
+            if e in ("x", "u", "U"):
+                n = {"x": 2, "u": 4, "U": 8}[e]
+                try:
+                    out.append(chr(int(s[i + 2:i + 2 + n], 16)))
+                except ValueError:
+                    raise YamlError("%s: bad escape in %s" % (where, s))
+                i += 2 + n
+                continue
+            if e not in _YAML_ESC:
+                raise YamlError("%s: bad escape \\%s" % (where, e))
+            out.append(_YAML_ESC[e])
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    raise YamlError("%s: unterminated quoted string" % where)
+
+
+def _yaml_strip_comment(s):
+    """s without a trailing comment ("#" after a blank, outside quotes)."""
+    q = None
+    for i, c in enumerate(s):
+        if q:
+            if c == q:
+                q = None if q == '"' or s[i + 1:i + 2] != "'" else q
+            elif c == "\\" and q == '"':
+                pass
+        elif c in "'\"" and (i == 0 or s[i - 1] in " \t[{,:-"):
+            q = c
+        elif c == "#" and (i == 0 or s[i - 1] in " \t"):
+            return s[:i].rstrip()
+    return s.rstrip()
+
+
+def _yaml_flow(s, i, where):
+    """The flow node at s[i] ([...], {...}, quoted or plain): (value, next index)."""
+    while i < len(s) and s[i] == " ":
+        i += 1
+    if i >= len(s):
+        raise YamlError("%s: unterminated flow collection (must be on one line)" % where)
+    c = s[i]
+    if c in "[{":
+        close, out = ("]", []) if c == "[" else ("}", {})
+        i += 1
+        while True:
+            while i < len(s) and s[i] == " ":
+                i += 1
+            if i < len(s) and s[i] == close:
+                return out, i + 1
+            if c == "[":
+                v, i = _yaml_flow(s, i, where)
+                out.append(v)
+            else:
+                k, i = _yaml_flow(s, i, where)
+                while i < len(s) and s[i] == " ":
+                    i += 1
+                if i < len(s) and s[i] == ":":
+                    v, i = _yaml_flow(s, i + 1, where)
+                else:
+                    v = None
+                if not isinstance(k, str) and k is not None:
+                    k = str(k).lower() if isinstance(k, bool) else str(k)
+                if k in out:
+                    raise YamlError("%s: duplicate key %r" % (where, k))
+                out[k] = v
+            while i < len(s) and s[i] == " ":
+                i += 1
+            if i < len(s) and s[i] == ",":
+                i += 1
+            elif i < len(s) and s[i] == close:
+                continue
+            else:
+                raise YamlError("%s: expected ',' or '%s' in %s" % (where, close, s))
+    if c in "'\"":
+        return _yaml_quoted(s, i, where)
+    j = i
+    while j < len(s) and s[j] not in ",]}" and not (s[j] == ":" and s[j + 1:j + 2] in ("", " ", ",", "]", "}")):
+        j += 1
+    return _yaml_plain(s[i:j].strip(), where), j
+
+
+def _yaml_key(content, where):
+    """(key, rest) when content is a "key: value" entry, else None."""
+    if content[:1] in "'\"":
+        k, i = _yaml_quoted(content, 0, where)
+        if content[i:i + 1] == ":" and content[i + 1:i + 2] in ("", " "):
+            return k, content[i + 1:].strip()
+        return None
+    if content[:1] in "[{":
+        return None
+    m = re.match(r"([^#]*?):( |$)", content)
+    if not m:
+        return None
+    k = m.group(1).strip()
+    if k[:1] in ("&", "*", "!", "?"):
+        raise YamlError("%s: unsupported key %r" % (where, k))
+    return k, content[m.end():].strip()
+
+
+class _YamlDoc:
+    def __init__(self, lines, name):
+        self.raw = lines  # (lineno, text) of one document
+        self.name = name
+        self.lines = []   # (lineno, indent, content) of the lines that carry structure
+        for n, t in lines:
+            if "\t" in t[:len(t) - len(t.lstrip(" \t"))]:
+                raise YamlError("%s:%d: tab in indentation" % (name, n))
+            c = t.strip()
+            if not c or c.startswith("#"):
+                continue
+            self.lines.append((n, len(t) - len(t.lstrip(" ")), t.strip()))
+        self.i = 0
+
+    def where(self):
+        return "%s:%d" % (self.name, self.lines[min(self.i, len(self.lines) - 1)][0])
+
+    def parse(self):
+        if not self.lines:
+            return None
+        v = self.node(self.lines[0][1])
+        if self.i < len(self.lines):
+            raise YamlError("%s: unexpected content (bad indentation?)" % self.where())
+        return v
+
+    def node(self, ind, owner=None):
+        """The node at the current line (indent ind); a scalar's continuation
+        lines must be indented more than owner (default ind)."""
+        n, cur, content = self.lines[self.i]
+        if cur != ind:
+            raise YamlError("%s: bad indentation" % self.where())
+        if content == "-" or content.startswith("- "):
+            return self.seq(ind)
+        if _yaml_key(_yaml_strip_comment(content), self.where()) is not None:
+            return self.map(ind)
+        self.i += 1
+        return self.inline(_yaml_strip_comment(content), n, ind if owner is None else owner)
+
+    def continued(self, first, n, ind):
+        """first plus its continuation lines (indented more than ind), folded
+        as YAML folds a multi-line flow scalar: one line break is a space, each
+        blank line a newline."""
+        k = next(k for k, (ln, _) in enumerate(self.raw) if ln == n) + 1
+        parts, plain = [first], first[:1] not in "'\"[{"
+        while k < len(self.raw):
+            t = self.raw[k][1]
+            if not t.strip():
+                parts.append("")
+            elif len(t) - len(t.lstrip(" ")) > ind and not (plain and t.strip().startswith("#")):
+                parts.append(_yaml_strip_comment(t).strip() if plain else t.strip())
+            else:
+                break
+            k += 1
+        while parts[-1] == "" and len(parts) > 1:
+            parts.pop()
+        end = self.raw[k][0] if k < len(self.raw) else None
+        while self.i < len(self.lines) and (end is None or self.lines[self.i][0] < end):
+            self.i += 1
+        out = ""
+        for p in parts:
+            if not p:
+                out += "\n"
+            elif not out or out.endswith("\n"):
+                out += p
+            else:
+                out += " " + p
+        return out
+
+    def inline(self, s, n, ind):
+        where = "%s:%d" % (self.name, n)
+        if s[:1] in "|>":
+            return self.block_scalar(s, n, ind)
+        s = self.continued(s, n, ind)
+        if s[:1] in "[{\"'":
+            v, j = _yaml_flow(s, 0, where)
+            if s[j:].strip():
+                raise YamlError("%s: trailing characters after %s" % (where, s[:j]))
+            return v
+        return _yaml_plain(s, where)
+
+    def block_scalar(self, header, n, ind):
+        m = re.match(r"([|>])([-+]?)([1-9]?)([-+]?)\Z", header)
+        if not m:
+            raise YamlError("%s:%d: bad block scalar header %r" % (self.name, n, header))
+        style, chomp = m.group(1), m.group(2) or m.group(4)
+        k = next(k for k, (ln, _) in enumerate(self.raw) if ln == n) + 1
+        body = []
+        while k < len(self.raw):
+            t = self.raw[k][1]
+            if t.strip() and len(t) - len(t.lstrip(" ")) <= ind:
+                break
+            body.append(t)
+            k += 1
+        end = self.raw[k][0] if k < len(self.raw) else None
+        while self.i < len(self.lines) and (end is None or self.lines[self.i][0] < end):
+            self.i += 1
+        trail = 0
+        while body and not body[-1].strip():
+            body.pop()
+            trail += 1
+        if m.group(3):
+            bi = ind + int(m.group(3))
+        else:
+            bi = min((len(t) - len(t.lstrip(" ")) for t in body if t.strip()), default=ind + 1)
+        rows = [t[bi:] if t.strip() else "" for t in body]
+        if style == "|":
+            text = "\n".join(rows)
+        else:
+            text, prev_blank = "", True
+            for r in rows:
+                if not r:
+                    text += "\n"
+                    prev_blank = True
+                elif r.startswith(" "):
+                    text += ("" if prev_blank or text.endswith("\n") else "\n") + r + "\n"
+                    prev_blank = True
+                else:
+                    text += ("" if prev_blank else " ") + r
+                    prev_blank = False
+            text = text.rstrip("\n") if not rows or rows[-1] else text
+        if not rows:
+            return ""
+        if chomp == "-":
+            return text
+        if chomp == "+":
+            return text + "\n" * (1 + trail)
+        return text + "\n"
+
+    def map(self, ind):
+        out = {}
+        while self.i < len(self.lines) and self.lines[self.i][1] == ind:
+            n, _, content = self.lines[self.i]
+            if content == "-" or content.startswith("- "):
+                break
+            kv = _yaml_key(_yaml_strip_comment(content), self.where())
+            if kv is None:
+                raise YamlError("%s: expected 'key: value'" % self.where())
+            k, rest = kv
+            if k in out:
+                raise YamlError("%s: duplicate key %r" % (self.where(), k))
+            self.i += 1
+            if rest:
+                out[k] = self.inline(rest, n, ind)
+            elif self.i < len(self.lines) and self.lines[self.i][1] > ind:
+                out[k] = self.node(self.lines[self.i][1])
+            elif self.i < len(self.lines) and self.lines[self.i][1] == ind and (
+                    self.lines[self.i][2] == "-" or self.lines[self.i][2].startswith("- ")):
+                out[k] = self.seq(ind)
+            else:
+                out[k] = None
+        return out
+
+    def seq(self, ind):
+        out = []
+        while self.i < len(self.lines) and self.lines[self.i][1] == ind:
+            n, _, content = self.lines[self.i]
+            if not (content == "-" or content.startswith("- ")):
+                break
+            rest = content[1:].lstrip(" ")
+            if not rest or rest.startswith("#"):
+                self.i += 1
+                if self.i < len(self.lines) and self.lines[self.i][1] > ind:
+                    out.append(self.node(self.lines[self.i][1]))
+                else:
+                    out.append(None)
+                continue
+            # "- x": x stands as if on its own line, at its column
+            self.lines[self.i] = (n, ind + len(content) - len(rest), rest)
+            out.append(self.node(ind + len(content) - len(rest), owner=ind))
+        return out
+
+
+def yaml_load_all(text, name="<yaml>"):
+    """The documents of a YAML stream in the subset above, as Python data."""
+    docs, cur = [], []
+    for n, t in enumerate(text.split("\n"), 1):
+        t = t.rstrip("\r")
+        if t.startswith("%"):
+            raise YamlError("%s:%d: directives are not supported" % (name, n))
+        if t.rstrip() == "---" or t.startswith("--- ") or t.rstrip() == "...":
+            docs.append(cur)
+            cur = []
+            if t.startswith("--- ") and _yaml_strip_comment(t[4:]).strip():
+                raise YamlError("%s:%d: content after '---' is not supported" % (name, n))
+            continue
+        cur.append((n, t))
+    docs.append(cur)
+    out = []
+    for d in docs:
+        doc = _YamlDoc(d, name)
+        if doc.lines:
+            out.append(doc.parse())
+    return out
+
+# The custom resources are those of the project's own CRD files (one source of
+# truth with deploy/): FB_CRD_DIR, default deploy/base/crds of this tree.
+CRD_DIR = os.environ.get("FB_CRD_DIR") or os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    "deploy", "base", "crds")
+
+
+def crd_resources(d):
+    """One Res per served version of each CustomResourceDefinition in d/*.yaml:
+    group, version, plural, kind, scope, shortNames and the status subresource
+    come from the file. As a real apiserver does for custom resources, status
+    is dropped on create when the status subresource exists, and DELETE
+    answers with the object."""
+    out = []
+    try:
+        files = sorted(f for f in os.listdir(d) if f.endswith(".yaml"))
+        for f in files:
+            path = os.path.join(d, f)
+            with open(path, encoding="utf-8") as fh:
+                docs = yaml_load_all(fh.read(), path)
+            for doc in docs:
+                if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
+                    continue
+                spec, names = doc["spec"], doc["spec"]["names"]
+                for v in spec["versions"]:
+                    if not v.get("served"):
+                        continue
+                    status = "status" in (v.get("subresources") or {})
+                    out.append(Res(spec["group"], v["name"], names["plural"], names["kind"],
+                                   spec["scope"] == "Namespaced", status=status, crd=True,
+                                   short=names.get("shortNames") or (), status_on_create=not status,
+                                   return_deleted=True))
+    except (OSError, YamlError, KeyError, TypeError) as e:
+        sys.exit("server.py: cannot load the CRDs of %s: %s: %s" % (d, type(e).__name__, e))
+    if not out:
+        sys.exit("server.py: no CustomResourceDefinition in %s/*.yaml" % d)
+    return out
+
+
 RESOURCES = [
     Res("", "v1", "nodes", "Node", False, status=True, short=["no"]),
     Res("", "v1", "namespaces", "Namespace", False, status=True, short=["ns"],
@@ -175,13 +563,7 @@ RESOURCES = [
     Res("coordination.k8s.io", "v1", "leases", "Lease", True),
     Res("batch", "v1", "jobs", "Job", True, status=True, status_on_create=False,
         default_status={}),
-    Res("nfd.k8s-sigs.io", "v1alpha1", "nodefeatures", "NodeFeature", True, crd=True,
-        return_deleted=True),
-    Res("nfd.k8s-sigs.io", "v1alpha1", "nodefeaturerules", "NodeFeatureRule", False,
-        crd=True, short=["nfr"], return_deleted=True),
-    Res("gpu.deckhouse.io", "v1alpha1", "physicalgpus", "PhysicalGPU", False, status=True,
-        crd=True, short=["pgpu"], status_on_create=False, return_deleted=True),
-]
+] + crd_resources(CRD_DIR)
 BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 BY_GVK = {(r.api_version, r.kind): r for r in RESOURCES}
 BY_PLURAL = {r.plural: r for r in RESOURCES}
