@@ -19,8 +19,6 @@
 # Debian 12, the release scripts/install-deps and the README target; the
 # mirror is whatever the base image's apt sources name.
 FROM --platform=$BUILDPLATFORM debian:bookworm AS build
-ARG TARGETARCH
-ARG TARGETVARIANT
 WORKDIR /src
 # install-deps first and alone, so the package layer survives source edits
 COPY scripts/install-deps scripts/install-deps
@@ -29,13 +27,19 @@ RUN scripts/install-deps && rm -rf /var/lib/apt/lists/*
 # of the host's, no config.mak), plus build/cache: pinned tarballs that
 # scripts/fetch-deps verifies by sha256 before use.
 COPY . .
-# Docker's TARGETARCH -> the Makefile's ARCH (armhf is ARMv7 hard-float)
-RUN case "$TARGETARCH$TARGETVARIANT" in \
+# Docker's TARGETARCH -> the Makefile's ARCH (armhf is ARMv7 hard-float).
+# Declared here, not above: the package layer stays one for all platforms.
+ARG TARGETARCH
+ARG TARGETVARIANT
+RUN case "$TARGETARCH" in \
 	amd64) arch=x86_64 ;; \
 	arm64) arch=aarch64 ;; \
-	armv7 | arm) arch=armhf ;; \
-	*) echo "featurebox: no build for $TARGETARCH$TARGETVARIANT (amd64, arm64, arm/v7)" >&2; exit 1 ;; \
+	arm) arch=armhf ;; \
+	*) echo "featurebox: no build for $TARGETARCH (amd64, arm64, arm/v7)" >&2; exit 1 ;; \
 	esac && \
+	if [ "$TARGETARCH" = arm ] && [ "${TARGETVARIANT:-v7}" != v7 ]; then \
+		echo "featurebox: no build for arm/$TARGETVARIANT (arm/v7 only)" >&2; exit 1; \
+	fi && \
 	make -j"$(nproc)" image-rootfs ARCH="$arch"
 
 # One scratch stage per TARGETARCH, each holding exactly one image-rootfs

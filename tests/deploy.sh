@@ -180,7 +180,7 @@ else
 	fail "the test API server starts with an edited copy of the CRDs ($(tail -n 5 "$W/err" | tr '\n' ' '))"
 fi
 # ... and refuses what its loader cannot read, instead of serving less.
-printf 'spec: &a\n  group: x\n' >>"$W/crds/nodefeature-crd.yaml"
+printf 'x: &a 1\n' >>"$W/crds/nodefeature-crd.yaml"
 out=$(timeout 20 python3 tests/k8s/server.py --dir "$W/k8s3" 2>&1)
 rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && printf '%s' "$out" | grep -q 'cannot load the CRDs'; then

@@ -72,7 +72,8 @@ EXPECTED = {
         (["nfd.k8s-sigs.io"], ["nodefeatures"], ["create", "get", "update", "delete"]),
         ([""], ["pods"], ["get"]))),
     ("ClusterRole", "featurebox-nfd-worker-standalone"): ("nfd-worker", rules(
-        ([""], ["nodes"], ["get", "patch"]))),
+        ([""], ["nodes"], ["get", "patch"]),
+        ([""], ["nodes/status"], ["patch"]))),
     ("ClusterRole", "featurebox-nfd-master"): ("nfd-master", rules(
         ([""], ["nodes"], ["get", "list", "watch", "patch"]),
         ([""], ["nodes/status"], ["patch"]),
@@ -561,4 +562,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Exception as e:  # a crash must be a FAIL line, not silently fewer checks
+        print("FAIL: deploy: tests/deploy_check.py crashed: %s: %s" % (type(e).__name__, e))
+        sys.exit(2)

@@ -23,6 +23,7 @@ else
 	setsid bash -c "$code" >"$out" 2>&1 &
 	pid=$!
 	for _ in $(seq 600); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+	kill -0 $pid 2>/dev/null && kill -- -$pid 2>/dev/null # hung: 60 s is plenty
 	wait $pid
 	rc=$?
 	kill -- -$pid 2>/dev/null
