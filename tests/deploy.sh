@@ -115,6 +115,9 @@ mutate "nfd-worker running as root" base/apps/nfd-worker/daemonset.yaml \
 	'            runAsUser: 65534\n            runAsGroup: 65534\n            readOnlyRootFilesystem' \
 	'            runAsUser: 0\n            runAsGroup: 65534\n            readOnlyRootFilesystem' \
 	"nfd-worker: runAsUser is not 65534"
+mutate "/sys mounted where --host-prefix does not look" base/apps/nfd-worker/daemonset.yaml \
+	"{name: host-sys, mountPath: /host-sys, readOnly: true}" "{name: host-sys, mountPath: /host/sys, readOnly: true}" \
+	"but --host-prefix=/host- reads it at /host-sys"
 mutate "a writable hostPath mount" base/apps/gpu-node-agent/daemonset.yaml \
 	'mountPath: /host-sys, readOnly: true' 'mountPath: /host-sys, readOnly: false' \
 	"hostPath /sys mounted read-write at /host-sys"

@@ -274,6 +274,30 @@ class Checker:
                     errs.append("%s %s: hostPath %s mounted read-write at %s"
                                 % (w, c.get("name"), hp[m["name"]], m.get("mountPath")))
         self.report("hostPath mounts read-only (but vfio-switch's /sys)", errs)
+        # where the applet looks: --host-prefix P reads host /X at P + "X"
+        errs = []
+        for o, ps in self.pods():
+            w = self.wname(o)
+            hp = {v["name"]: v["hostPath"].get("path") for v in ps.get("volumes") or [] if v.get("hostPath")}
+            for c, _ in self.containers(ps):
+                argv = list(c.get("command") or []) + list(c.get("args") or [])
+                prefix = None
+                for i, a in enumerate(argv):
+                    if a.startswith("--host-prefix="):
+                        prefix = a.split("=", 1)[1]
+                    elif a == "--host-prefix" and i + 1 < len(argv):
+                        prefix = argv[i + 1]
+                if prefix is None:
+                    continue
+                for m in c.get("volumeMounts") or []:
+                    path = hp.get(m.get("name"))
+                    if path is None or path == "/etc/kubernetes/node-feature-discovery/features.d":
+                        continue
+                    want = prefix + path.lstrip("/")
+                    if m.get("mountPath") != want:
+                        errs.append("%s %s: hostPath %s at %s, but --host-prefix=%s reads it at %s"
+                                    % (w, c.get("name"), path, m.get("mountPath"), prefix, want))
+        self.report("hostPath mounts where --host-prefix reads them", errs)
 
     def check_jobs(self):
         jobs = self.of_kind("Job", "CronJob")
