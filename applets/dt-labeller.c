@@ -545,7 +545,6 @@ static int run_controller(struct dtl *s, const struct hostfs *h, const char *dtb
 			  long qps, long burst)
 {
 	struct kube_opts ko;
-	struct kube_config cfg;
 	struct fb_errinfo ei;
 	struct ctl c = { .s = s, .h = h, .dtb = dtb, .prefix = prefix, .node = node,
 			 .resync_ms = resync_ms };
@@ -580,12 +579,7 @@ static int run_controller(struct dtl *s, const struct hostfs *h, const char *dtb
 	rc = loop_new(&c.l, &ei);
 	if (rc < 0)
 		goto fail;
-	rc = kube_config_load(&cfg, &ko, &ei);
-	if (rc < 0)
-		goto fail;
-	rc = kube_new(&c.k, &cfg, &ko, &s->log, loop_cancel_fd(c.l), &ei);
-	LOG_V(&s->log, 1, "API server from %s", cfg.source);
-	kube_config_free(&cfg);
+	rc = kube_connect(&c.k, &ko, &s->log, loop_cancel_fd(c.l), NULL, 0, &ei);
 	if (rc < 0)
 		goto fail;
 	kube_backoff_init(&c.bo, ko.backoff_base_ms, ko.backoff_max_ms, (unsigned)getpid());

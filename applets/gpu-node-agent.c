@@ -1390,7 +1390,6 @@ int gpu_node_agent_main(int argc, char **argv)
 
 	{
 		struct kube_opts ko;
-		struct kube_config kc;
 		const char *slash = strchr(cm, '/');
 
 		kube_opts_init(&ko);
@@ -1399,13 +1398,8 @@ int gpu_node_agent_main(int argc, char **argv)
 			ko.max_attempts = 1;
 			ko.timeout_ms = 5000;
 		}
-		if (loop_new(&a.l, &ei) < 0 || kube_config_load(&kc, &ko, &ei) < 0) {
-			LOG_E(&a.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-			goto out;
-		}
-		rc = kube_new(&a.k, &kc, &ko, &a.log, loop_cancel_fd(a.l), &ei);
-		kube_own_namespace(&kc, a.cm_ns, sizeof(a.cm_ns));
-		kube_config_free(&kc);
+		if ((rc = loop_new(&a.l, &ei)) == 0)
+			rc = kube_connect(&a.k, &ko, &a.log, loop_cancel_fd(a.l), a.cm_ns, sizeof(a.cm_ns), &ei);
 		if (rc < 0) {
 			LOG_E(&a.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
 			goto out;

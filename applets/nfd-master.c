@@ -1836,7 +1836,6 @@ int nfd_master_main(int argc, char **argv)
 
 	{
 		struct kube_opts ko;
-		struct kube_config kc;
 
 		kube_opts_init(&ko);
 		ko.kubeconfig = kubeconfig;
@@ -1858,13 +1857,8 @@ int nfd_master_main(int argc, char **argv)
 			ko.max_attempts = 1;
 			ko.timeout_ms = (int)(c.renew_ms / 2 > 1000 ? c.renew_ms / 2 : 1000);
 		}
-		if (loop_new(&m.l, &ei) < 0 || kube_config_load(&kc, &ko, &ei) < 0) {
-			LOG_E(&m.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-			goto out;
-		}
-		rc = kube_new(&m.k, &kc, &ko, &m.log, loop_cancel_fd(m.l), &ei);
-		kube_own_namespace(&kc, m.ns, sizeof(m.ns));
-		kube_config_free(&kc);
+		if ((rc = loop_new(&m.l, &ei)) == 0)
+			rc = kube_connect(&m.k, &ko, &m.log, loop_cancel_fd(m.l), m.ns, sizeof(m.ns), &ei);
 		if (rc < 0) {
 			LOG_E(&m.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
 			goto out;

@@ -1037,7 +1037,6 @@ int nfd_worker_main(int argc, char **argv)
 	/* publishing modes need the API */
 	{
 		struct kube_opts ko;
-		struct kube_config kc;
 
 		kube_opts_init(&ko);
 		ko.kubeconfig = kubeconfig;
@@ -1047,13 +1046,8 @@ int nfd_worker_main(int argc, char **argv)
 			ko.max_attempts = 1;
 			ko.timeout_ms = 5000;
 		}
-		if (loop_new(&w.l, &ei) < 0 || kube_config_load(&kc, &ko, &ei) < 0) {
-			LOG_E(&w.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-			goto out;
-		}
-		rc = kube_new(&w.k, &kc, &ko, &w.log, loop_cancel_fd(w.l), &ei);
-		kube_own_namespace(&kc, w.ns, sizeof(w.ns));
-		kube_config_free(&kc);
+		if ((rc = loop_new(&w.l, &ei)) == 0)
+			rc = kube_connect(&w.k, &ko, &w.log, loop_cancel_fd(w.l), w.ns, sizeof(w.ns), &ei);
 		if (rc < 0) {
 			LOG_E(&w.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
 			goto out;

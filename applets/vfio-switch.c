@@ -32,6 +32,9 @@
  *   3 s is left without one (warning), not rolled back.
  * - "BB:DD.F" is accepted for domain 0000, as lspci prints it.
  * - Exit 1 when sysfs cannot be read at all (not in the spec's list).
+ * - --update-physicalgpu records nothing for a device that is not there
+ *   (exit 3) or a refusal before the snapshot (group locked by another run,
+ *   over 32 functions): there is no driver state to write.
  */
 #include "applets.h"
 
@@ -236,7 +239,6 @@ static void update_pgpu(struct run *u, const char *node, const char *kubeconfig,
 {
 	const char *drv = u->s.n ? (u->applied ? u->r.final[u->s.dev] : u->s.fn[u->s.dev].driver) : "";
 	struct kube_opts ko;
-	struct kube_config kc;
 	struct kube *k = NULL;
 	struct fb_errinfo ei;
 	struct json *patch = NULL, *obj = NULL, *ev = NULL;
@@ -251,16 +253,10 @@ static void update_pgpu(struct run *u, const char *node, const char *kubeconfig,
 	ko.kubeconfig = kubeconfig;
 	ko.max_attempts = 3;
 	ko.timeout_ms = 10000;
-	if (kube_config_load(&kc, &ko, &ei) < 0) {
+	if (kube_connect(&k, &ko, &u->log, -1, NULL, 0, &ei) < 0) {
 		LOG_W(&u->log, "--update-physicalgpu: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
 		return;
 	}
-	if (kube_new(&k, &kc, &ko, &u->log, -1, &ei) < 0) {
-		kube_config_free(&kc);
-		LOG_W(&u->log, "--update-physicalgpu: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-		return;
-	}
-	kube_config_free(&kc);
 
 	/* {"status":{"currentState":{"driver":D|null,"driverType":T}}}, built
 	 * inside out: each _take owns (and on failure frees) what it is given */

@@ -35,6 +35,22 @@ void kube_opts_init(struct kube_opts *o)
 	o->page_size = 500;
 }
 
+int kube_connect(struct kube **out, const struct kube_opts *o, const struct fb_log *log, int cancel_fd,
+		 char *ns, size_t ns_size, struct fb_errinfo *ei)
+{
+	struct kube_config kc;
+	int rc = kube_config_load(&kc, o, ei);
+
+	if (rc == 0) {
+		rc = kube_new(out, &kc, o, log, cancel_fd, ei);
+		LOG_V(log, 1, "API server from %s", kc.source);
+		if (ns)
+			kube_own_namespace(&kc, ns, ns_size);
+	}
+	kube_config_free(&kc);
+	return rc;
+}
+
 void kube_config_free(struct kube_config *cfg)
 {
 	free(cfg->ca_pem);

@@ -124,6 +124,12 @@ void kube_result_free(struct kube_result *r);
 int kube_new(struct kube **out, const struct kube_config *cfg, const struct kube_opts *o,
 	     const struct fb_log *log, int cancel_fd, struct fb_errinfo *ei);
 void kube_free(struct kube *k);
+/* kube_config_load and kube_new in one step, the configuration freed
+ * after: the client an applet works with, logging where it came from at
+ * -v 1, and (ns not NULL) the namespace this process works in
+ * (kube_own_namespace). Errors as those two. */
+int kube_connect(struct kube **out, const struct kube_opts *o, const struct fb_log *log, int cancel_fd,
+		 char *ns, size_t ns_size, struct fb_errinfo *ei);
 const struct kube_config *kube_config_of(const struct kube *k);
 
 /* One request under the retry policy: the token bucket; retries with

@@ -113,7 +113,7 @@ static ssize_t attr_read(int dirfd, const char *path, char *buf, size_t size)
 	return n;
 }
 
-static int hexval(int c)
+int pci_hexval_(int c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -131,7 +131,7 @@ int pci_hex_norm_(const char *s, size_t len, unsigned ndig, char *out)
 	if (len >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
 		i = 2;
 	start = i;
-	while (i < len && hexval((unsigned char)s[i]) >= 0)
+	while (i < len && pci_hexval_((unsigned char)s[i]) >= 0)
 		i++;
 	n = i - start;
 	if (n == 0 || n > ndig || ndig > 8)
@@ -217,15 +217,15 @@ static int addr_key(const char *s, uint64_t *key)
 	uint64_t dom = 0;
 	int n = 0, b0, b1, d0, d1;
 
-	while (n < 8 && hexval((unsigned char)s[n]) >= 0)
-		dom = dom << 4 | (uint64_t)hexval((unsigned char)s[n++]);
+	while (n < 8 && pci_hexval_((unsigned char)s[n]) >= 0)
+		dom = dom << 4 | (uint64_t)pci_hexval_((unsigned char)s[n++]);
 	if (n == 0 || s[n] != ':')
 		return -FB_EINVAL;
 	s += n + 1;
-	b0 = hexval((unsigned char)s[0]);
-	b1 = b0 < 0 ? -1 : hexval((unsigned char)s[1]);
-	d0 = b1 < 0 || s[2] != ':' ? -1 : hexval((unsigned char)s[3]);
-	d1 = d0 < 0 ? -1 : hexval((unsigned char)s[4]);
+	b0 = pci_hexval_((unsigned char)s[0]);
+	b1 = b0 < 0 ? -1 : pci_hexval_((unsigned char)s[1]);
+	d0 = b1 < 0 || s[2] != ':' ? -1 : pci_hexval_((unsigned char)s[3]);
+	d1 = d0 < 0 ? -1 : pci_hexval_((unsigned char)s[4]);
 	if (d1 < 0 || s[5] != '.' || s[6] < '0' || s[6] > '7' || s[7])
 		return -FB_EINVAL;
 	*key = dom << 20 | (uint64_t)(b0 << 4 | b1) << 12 | (uint64_t)(d0 << 4 | d1) << 4 |

@@ -73,6 +73,9 @@ unsigned pci_parse_uevent_(const char *s, size_t len, struct pci_dev *d);
  * untouched on error). Returns 0 or -FB_EINVAL. ndig is at most 8. */
 int pci_hex_norm_(const char *s, size_t len, unsigned ndig, char *out);
 
+/* The value of one hex digit (either case), or -1. */
+int pci_hexval_(int c);
+
 /* Orders two device names by (domain, bus, device, function) as numbers, so
  * "ffff:00:00.0" comes before "10000:00:00.0"; names that are not PCI
  * addresses come after all addresses, by strcmp. Returns <0, 0 or >0. */

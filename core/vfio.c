@@ -19,23 +19,12 @@
 
 /* ---- names -------------------------------------------------------------- */
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* n hex digits from s (exactly), value into *v. */
 static int hexfield(const char *s, size_t n, unsigned long *v)
 {
 	*v = 0;
 	for (size_t i = 0; i < n; i++) {
-		int h = hexval(s[i]);
+		int h = pci_hexval_((unsigned char)s[i]);
 
 		if (h < 0)
 			return -1;
