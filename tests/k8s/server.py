@@ -1611,6 +1611,7 @@ class Store:
             obj["metadata"] = dict(old["metadata"])
             obj["metadata"]["resourceVersion"] = rv
         ev = Event(self.rv, res, etype, old, obj)
+        note_label_changes(old, new)
         self.history.append(ev)
         while len(self.history) > self.history_max:
             e = self.history.popleft()
@@ -1980,6 +1981,26 @@ class Store:
 # ---------------------------------------------------------------------------
 # Request log and fault rules
 
+# The request being served on this thread: writes note in its log entry
+# which labels they removed, added or changed, so tests can tell from the log
+# alone whether a client ever took away a label it should have kept.
+CURRENT = threading.local()
+
+
+def note_label_changes(old, new):
+    e = getattr(CURRENT, "entry", None)
+    if e is None:
+        return
+    ol = ((old or {}).get("metadata") or {}).get("labels") or {}
+    nl = ((new or {}).get("metadata") or {}).get("labels") or {}
+    d = {"removed": sorted(k for k in ol if k not in nl),
+         "added": sorted(k for k in nl if k not in ol),
+         "changed": sorted(k for k in nl if k in ol and ol[k] != nl[k])}
+    d = {k: v for k, v in d.items() if v}
+    if d:
+        e.setdefault("labels", {}).update(d)
+
+
 class RequestLog:
     def __init__(self):
         self.lock = threading.Lock()
@@ -2325,6 +2346,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def dispatch(self):
         self.entry = None
+        CURRENT.entry = None
         self.fault_close = False
         self.sent = False
         try:
@@ -2381,6 +2403,7 @@ class Handler(BaseHTTPRequestHandler):
                              user=ident[0] if ident else None, auth=ident[2] if ident else None,
                              verb=verb, resource=(route[0].plural + ("/" + route[3] if route[3] else "")) if route else None,
                              watch=watch, status=None, fault=None)
+        CURRENT.entry = self.entry
         raw = self.read_body()
         f = FAULTS.match(method, path, u.query, verb, ident[0] if ident else None, watch)
         if f:

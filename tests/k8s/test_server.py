@@ -1163,6 +1163,19 @@ def t_log(S):
     check("log: text form, one line per request", rc == 0 and len(out.splitlines()) == 7, out)
     S.ctl("clear-log")
     check("log: clear-log empties it", cnt("*", ".") == "0")
+    c = Client(S)
+    c.req("POST", "/api/v1/nodes", node("log-l", {"a": "1", "b": "1"}))
+    c.req("PATCH", "/api/v1/nodes/log-l", {"metadata": {"labels": {"a": None, "b": "2", "c": "3"}}},
+          "application/merge-patch+json")
+    c.req("PATCH", "/api/v1/nodes/log-l", {"metadata": {"annotations": {"x": "y"}}},
+          "application/merge-patch+json")
+    c.req("DELETE", "/api/v1/nodes/log-l")
+    c.close()
+    rc, out, err = S.ctl("log", "--json")
+    got = [e.get("labels") for e in json.loads(out)] if rc == 0 else err
+    check("log: writes note the labels they removed, added and changed",
+          got == [{"added": ["a", "b"]}, {"removed": ["a"], "added": ["c"], "changed": ["b"]},
+                  None, {"removed": ["b", "c"]}], got)
 
 
 def t_discovery(S):
