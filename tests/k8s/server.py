@@ -2892,6 +2892,9 @@ def main():
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--listen", default="127.0.0.1")
     ap.add_argument("--seed", action="append", default=[])
+    ap.add_argument("--keep-state", action="store_true",
+                    help="keep objects, users and rules in DIR/state.json across restarts "
+                         "(an apiserver restart over the same etcd)")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     VERBOSE = a.verbose
@@ -2934,6 +2937,16 @@ def main():
     STORE = Store(a.history, start_rv)
     for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
         STORE.create(BY_PLURAL["namespaces"], None, {"metadata": {"name": ns}})
+    state = os.path.join(d, "state.json")
+    if a.keep_state and os.path.exists(state):
+        with open(state) as f:
+            st = json.load(f)
+        for short in st.get("users", []):
+            AUTH.ensure(short)
+        for user, rules in st.get("rules", {}).items():
+            AUTH.set_rules(user, rules)
+        for o in st.get("objects", []):
+            load_object(o)
     for s in a.seed:
         with open(s) as f:
             b = json.load(f)
@@ -2998,9 +3011,26 @@ def main():
     httpd.server_close()
     try:
         write_atomic(os.path.join(d, "last-rv"), "%d\n" % STORE.rv)
+        if a.keep_state:
+            write_atomic(state, json.dumps(dump_state()))
     except OSError:
         pass
     return 0
+
+
+def dump_state():
+    """Everything --keep-state restores: the objects (kind and apiVersion set, so
+    load_object places them), the users with a token file, and the allow rules."""
+    objs = []
+    with STORE.lock:
+        for r in RESOURCES:
+            for k in sorted(STORE.objs[r.plural]):
+                o = jcopy(STORE.objs[r.plural][k])
+                o["kind"], o["apiVersion"] = r.kind, r.api_version
+                objs.append(o)
+    users = sorted(n for n in os.listdir(AUTH.tokdir)
+                   if not n.startswith(".") and os.path.islink(os.path.join(AUTH.tokdir, n)))
+    return {"objects": objs, "users": users, "rules": AUTH.get_rules()}
 
 
 if __name__ == "__main__":

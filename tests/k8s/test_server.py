@@ -1288,12 +1288,28 @@ k8s_ctl get /api/v1/nodes/seeded >/dev/null || exit 11
 rv2=$(k8s_ctl info | sed -n 's/.*"resourceVersion": "\\([0-9]*\\)".*/\\1/p')
 [ -n "$rv1" ] && [ "$rv2" -gt "$rv1" ] || { echo "rv $rv1 -> $rv2"; exit 12; }
 k8s_stop
+# --keep-state: objects, a user made by rotate-token and its rules survive a restart
+k8s_start '%s' --port "$port" --keep-state || exit 13
+k8s_ctl rotate-token kept >/dev/null || exit 14
+echo '[{"verbs":["get"],"resources":["nodes"]}]' | k8s_ctl set-rules kept - >/dev/null || exit 15
+k8s_ctl put /api/v1/nodes/kept - >/dev/null <<'J' || exit 16
+{"apiVersion":"v1","kind":"Node","metadata":{"name":"kept","labels":{"a":"1"}}}
+J
+k8s_stop
+k8s_start '%s' --port "$port" --keep-state || exit 17
+k8s_ctl get /api/v1/nodes/kept | grep -q '"a": "1"' || exit 18
+k8s_ctl get /api/v1/nodes/seeded >/dev/null 2>&1 && exit 19
+code=$(curl -s -o /dev/null -w '%%{http_code}' --cacert "$K8S_DIR/ca.crt" \
+	-H "Authorization: Bearer $(cat "$K8S_DIR/tokens/kept")" "$K8S_URL/api/v1/nodes/kept")
+[ "$code" = 200 ] || { echo "kept user: HTTP $code"; exit 20; }
+k8s_stop
 echo ok
-""" % (HERE, d, d, d, d, tmp, d, tmp)
+""" % (HERE, d, d, d, d, tmp, d, tmp, d, d)
     p = subprocess.run(["bash", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, timeout=40)
     check("start.sh: k8s_start exports K8S_DIR/K8S_PORT/K8S_PID, k8s_ctl works, k8s_stop stops it; "
-          "restart on --port keeps tokens, loads --seed, resourceVersions keep growing",
+          "restart on --port keeps tokens, loads --seed, resourceVersions keep growing; "
+          "--keep-state keeps objects, users and rules",
           p.returncode == 0 and p.stdout.strip() == "ok", "rc=%d %s %s" % (p.returncode, p.stdout, p.stderr))
 
 
