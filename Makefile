@@ -7,6 +7,7 @@
 #   make size             stripped size per built arch and the 15 largest symbols
 #   make image-rootfs     build/image/$(ARCH)/rootfs: the container image's files
 #   make bench            benchmarks (none yet in this issue)
+#   make fuzz             libFuzzer, FUZZ_SECONDS (60) per target; not in make test
 -include config.mak
 
 TOP := .
