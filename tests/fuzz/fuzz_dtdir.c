@@ -10,9 +10,9 @@
  * - a second walk visits the same nodes in the same order;
  * - no file descriptor is left open.
  *
- * The input is a list of records, each building one entry under a
- * per-process temporary directory ($TMPDIR, else /dev/shm, else /tmp;
- * emptied before every input):
+ * The input is a list of records, each building one entry under a fresh
+ * temporary directory ($TMPDIR, else /dev/shm, else /tmp; removed after
+ * the input):
  *   op:1 pathlen:1 path[pathlen] then, for files and symlinks,
  *   datalen:2 (little-endian) data[datalen]
  * op & 3: 0 directory, 1 file holding data, 2 symlink to data, 3 a file of
@@ -59,12 +59,9 @@ static void empty_root(void)
 	nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-static void cleanup(void)
-{
-	empty_root();
-	rmdir(root);
-}
-
+/* A fresh root for every input, removed after it: libFuzzer may end the
+ * process without running atexit handlers (a time limit, a merge child),
+ * and a root kept between inputs would then be left behind. */
 static void setup(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -72,8 +69,6 @@ static void setup(void)
 	/* tmpfs when there is one: the tree is rebuilt for every input */
 	if (!tmp || !*tmp || strlen(tmp) > 64)
 		tmp = access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
-	if (root_fd >= 0)
-		return;
 	snprintf(root, sizeof(root), "%s/fuzz_dtdir.XXXXXX", tmp);
 	if (!mkdtemp(root))
 		abort();
@@ -81,7 +76,15 @@ static void setup(void)
 	root_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root_fd < 0)
 		abort();
-	atexit(cleanup);
+}
+
+static void teardown(void)
+{
+	empty_root();
+	close(root_fd);
+	root_fd = -1;
+	if (rmdir(root) != 0)
+		abort();
 }
 
 /* Makes the parents of path (a '/'-separated list of clean components) and
@@ -312,7 +315,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int fd0, rc;
 
 	setup();
-	empty_root();
 	build(data, size);
 	memset(&ref, 0, sizeof(ref));
 	nftw(root, ref_entry, 16, FTW_PHYS);
@@ -324,7 +326,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort(); /* the same tree walks the same way */
 	if (open_fds() != fd0)
 		abort(); /* a descriptor leaked */
-	empty_root();
+	teardown();
 	return 0;
 }
 
