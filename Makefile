@@ -7,6 +7,7 @@
 #   make size             stripped size per built arch and the 15 largest symbols
 #   make image-rootfs     build/image/$(ARCH)/rootfs: the container image's files
 #   make bench            benchmarks (none yet in this issue)
+#   make fuzz             libFuzzer, FUZZ_SECONDS (60) per target; not in make test
 -include config.mak
 
 TOP := .
@@ -179,13 +180,21 @@ image-rootfs: $(BIN) applets/applets.def deploy/base/nfd-worker.conf
 		"$$(find $(IMG_ROOT) -mindepth 1 ! -type d -printf '%s\n' | awk '{ n += $$1 } END { print n }')" \
 		"$$(find $(IMG_ROOT) -mindepth 1 ! -type d | wc -l)"
 
-# Local fuzzing with clang's libFuzzer (not part of make test, which replays the
-# corpus): make fuzz, then build/fuzz/fuzz_dt tests/fuzz/corpus/dt -max_total_time=60
+# Fuzzing with clang's libFuzzer for a fixed budget (not part of make test,
+# which replays the corpora): FUZZ_SECONDS per target (60), FUZZ_TARGETS to
+# pick some ("dt http"); new coverage and findings land in tests/fuzz/corpus,
+# the table in build/fuzz/report.md. See scripts/fuzz.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
 fuzz:
 	$(MAKE) FLAVOUR=fuzz fuzz-bins
-	@echo "run: build/fuzz/fuzz_NAME -max_total_time=60 OUTDIR tests/fuzz/corpus/NAME"
+	FUZZ_SECONDS='$(FUZZ_SECONDS)' FUZZ_TARGETS='$(FUZZ_TARGETS)' scripts/fuzz
 
 fuzz-bins: $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
+
+# fuzz_nodefeature includes the applet's source to reach its static functions
+build/check/tests/fuzz_nodefeature build/fuzz/fuzz_nodefeature: applets/nfd-master.c applets/applets.h \
+	applets/applets.def
 
 build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_OBJ) $(LIBS)
 	$(CC) $(CFLAGS_FB) -DFB_LIBFUZZER $(LDFLAGS_FB) -o $@ $< $(CORE_OBJ) $(LIBS) $(LDLIBS)

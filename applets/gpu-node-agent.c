@@ -1194,12 +1194,9 @@ static void on_uevent(void *ctx, int fd, short revents)
 	int pci = 0;
 
 	(void)revents;
-	while ((n = recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT)) > 0) {
-		buf[n] = '\0';
-		for (const char *p = buf + strlen(buf) + 1; p < buf + n; p += strlen(p) + 1)
-			if (strcmp(p, "SUBSYSTEM=pci") == 0)
-				pci = 1;
-	}
+	while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+		if (pci_uevent_msg_is_pci(buf, (size_t)n)) /* tests/fuzz/fuzz_uevent.c */
+			pci = 1;
 	if (n < 0 && errno == ENOBUFS) /* the kernel dropped events: one may have been ours */
 		pci = 1;
 	if (pci) {

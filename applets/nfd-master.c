@@ -529,11 +529,13 @@ static char *nf_keep(struct master *m, const struct json *spec)
 		if (!kl || json_set_take(keep, "labels", kl) < 0)
 			goto out;
 		/* kept with the default prefix taken off (merging puts it back):
-		 * half the bytes; a prefixed key wins over the same key unprefixed */
+		 * half the bytes; a prefixed key wins over the same key unprefixed.
+		 * Not off "<default>/a/b": merging would read "a/b" as a label of
+		 * namespace a (tests/fuzz/corpus/nodefeature/edge0) */
 		for (int pass = 0; pass < 2; pass++)
 			for (const struct json *c = json_child(lab); c; c = json_next(c)) {
 				const char *k = json_key(c);
-				int prefixed = strncmp(k, NL_DEFAULT_NS "/", pl) == 0;
+				int prefixed = strncmp(k, NL_DEFAULT_NS "/", pl) == 0 && !strchr(k + pl, '/');
 
 				if (!json_str(c) || prefixed != pass)
 					continue;

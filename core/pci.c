@@ -211,6 +211,25 @@ unsigned pci_parse_uevent_(const char *s, size_t len, struct pci_dev *d)
 	return found;
 }
 
+int pci_uevent_msg_is_pci(const char *buf, size_t len)
+{
+	static const char want[] = "SUBSYSTEM=pci";
+	const char *end = buf + len, *p = memchr(buf, '\0', len);
+
+	/* the header "ACTION@DEVPATH" is skipped: a DEVPATH can hold anything */
+	if (!p)
+		return 0;
+	for (p++; p < end;) {
+		const char *nul = memchr(p, '\0', (size_t)(end - p));
+		size_t n = (size_t)((nul ? nul : end) - p);
+
+		if (n == sizeof(want) - 1 && memcmp(p, want, n) == 0)
+			return 1;
+		p += n + 1;
+	}
+	return 0;
+}
+
 /* "DOMAIN:BB:DD.F" (domain 1 to 8 hex digits) as one number. */
 static int addr_key(const char *s, uint64_t *key)
 {

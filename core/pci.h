@@ -51,6 +51,12 @@ void pci_list_free(struct pci_list *l);
 int pci_scan(const struct hostfs *h, unsigned fields, struct pci_list *out, const struct fb_log *lg,
 	     struct fb_errinfo *ei);
 
+/* Classifies one kernel uevent datagram, buf[0..len) as recv() gave it:
+ * "ACTION@DEVPATH\0KEY=VALUE\0..." (the last NUL may be missing; any bytes).
+ * Returns 1 when one of the properties after the header is exactly
+ * "SUBSYSTEM=pci", else 0. Reads nothing past buf + len. */
+int pci_uevent_msg_is_pci(const char *buf, size_t len);
+
 /* ---- internal, exported for the fuzz target ----------------------------- */
 
 /* What pci_parse_uevent_ found, as bits. */

@@ -171,8 +171,9 @@ int sysfs_parse_hex(const char *s, unsigned long *out)
 		s++;
 	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
 		s += 2;
-	/* strtoul would take a second "0x" as another prefix */
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+	/* strtoul would take a second "0x" as another prefix, and parse_ul
+	 * blanks after the first ("0x a0", tests/fuzz/corpus/sysfs/hex-blank) */
+	if (!isxdigit((unsigned char)s[0]) || (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')))
 		return -FB_EINVAL;
 	return parse_ul(s, 16, out);
 }

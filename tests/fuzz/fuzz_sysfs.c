@@ -9,16 +9,33 @@
  * - pci_addr_cmp_: an order (a == a, antisymmetric) on two names cut from
  *   the input, consistent with the address a uevent PCI_SLOT_NAME gives;
  * - usb_iface_owner_: the owner is a prefix of the interface name, or
- *   "usbN" for "N-0:...", and fits.
+ *   "usbN" for "N-0:...", and fits;
+ * - sysfs_parse_hex / sysfs_parse_dec (numeric attributes): the verdict and
+ *   value of a slow reference (blanks, an optional "0x", digits, blanks;
+ *   ERANGE for digits past ULONG_MAX, whatever follows), and what is
+ *   accepted prints and parses back;
+ * - vfio_parse_addr (a device address from a PhysicalGPU or the command
+ *   line): what is accepted is "DDDD[DDDD]:BB:DD.F" in lower case with
+ *   device <= 1f and function <= 7, and parses to itself;
+ * - vfio_valid_driver: exactly 1 to 63 of [A-Za-z0-9_.+-], starting with a
+ *   letter or digit;
+ * - pgpu_normalise: [a-z0-9-] only, no '-' at either end nor two in a row,
+ *   at most max characters, and normalising it again changes nothing.
  *
  * Built two ways: with clang -fsanitize=fuzzer (make fuzz, local runs that grow
  * tests/fuzz/corpus/sysfs), and as a plain program whose main() replays every
  * file named on the command line or found in the directories named there,
  * which is how `make test` runs the corpus under ASan+UBSan. */
 #include "../../core/pci.h"
+#include "../../core/pgpu.h"
+#include "../../core/sysfs.h"
 #include "../../core/usb.h"
+#include "../../core/vfio.h"
 
+#include <ctype.h>
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,6 +137,98 @@ static void check_names(const char *a, const char *b)
 	}
 }
 
+/* The documented grammar of sysfs_parse_hex/dec, digit by digit. */
+static int ref_parse(const char *s, int base, unsigned long *out)
+{
+	unsigned long v = 0;
+	int n = 0, range = 0;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	if (base == 16 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	for (;; s++, n++) {
+		int d = base == 16 ? pci_hexval_((unsigned char)*s)
+			: *s >= '0' && *s <= '9' ? *s - '0' : -1;
+
+		if (d < 0)
+			break;
+		if (v > (ULONG_MAX - (unsigned long)d) / (unsigned long)base)
+			range = 1;
+		v = v * (unsigned long)base + (unsigned long)d;
+	}
+	if (n && range)
+		return -FB_ERANGE; /* before what follows the digits, as strtoul */
+	while (isspace((unsigned char)*s))
+		s++;
+	if (n == 0 || *s)
+		return -FB_EINVAL;
+	*out = v;
+	return 0;
+}
+
+static void check_num(const char *s)
+{
+	for (int base = 10; base <= 16; base += 6) {
+		unsigned long v = 0, rv = 0, back = 0;
+		int rc = base == 16 ? sysfs_parse_hex(s, &v) : sysfs_parse_dec(s, &v);
+		char buf[40];
+
+		if (rc != ref_parse(s, base, &rv) || (rc == 0 && v != rv))
+			abort();
+		if (rc != 0)
+			continue;
+		snprintf(buf, sizeof(buf), base == 16 ? " 0x%lx\n" : "%lu\n", v);
+		if ((base == 16 ? sysfs_parse_hex(buf, &back) : sysfs_parse_dec(buf, &back)) != 0 || back != v)
+			abort();
+	}
+}
+
+static void check_vfio(const char *s)
+{
+	char out[VFIO_ADDR_MAX], again[VFIO_ADDR_MAX];
+	size_t n, dom, len = strlen(s);
+	int ref = len >= 1 && len <= 63 && isalnum((unsigned char)s[0]);
+
+	for (size_t i = 0; ref && i < len; i++)
+		ref = isalnum((unsigned char)s[i]) || strchr("_.+-", s[i]);
+	if (vfio_valid_driver(s) != ref)
+		abort();
+	if (vfio_parse_addr(s, out) != 0)
+		return;
+	n = strlen(out);
+	dom = n - 8;
+	if (n < 12 || n > 16 ||
+	    out[dom] != ':' || out[dom + 3] != ':' || out[dom + 6] != '.' ||
+	    out[dom + 4] > '1' || out[dom + 7] < '0' || out[dom + 7] > '7')
+		abort();
+	for (size_t i = 0; i < n; i++)
+		if (i != dom && i != dom + 3 && i != dom + 6 && pci_hexval_((unsigned char)out[i]) < 0)
+			abort();
+	for (size_t i = 0; i < n; i++)
+		if (isupper((unsigned char)out[i]))
+			abort();
+	if (vfio_parse_addr(out, again) != 0 || strcmp(out, again) != 0)
+		abort();
+}
+
+static void check_pgpu(const char *s, size_t max)
+{
+	char out[80], again[80];
+	size_t n;
+
+	pgpu_normalise(s, out, max);
+	n = strlen(out);
+	if (n > max || (n && (out[0] == '-' || out[n - 1] == '-')) || strstr(out, "--"))
+		abort();
+	for (size_t i = 0; i < n; i++)
+		if (!((out[i] >= 'a' && out[i] <= 'z') || (out[i] >= '0' && out[i] <= '9') || out[i] == '-'))
+			abort();
+	pgpu_normalise(out, again, max);
+	if (strcmp(out, again) != 0)
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *s, *a, *b, *nul;
@@ -144,6 +253,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		a[half] = '\0';
 	}
 	check_names(a, b);
+	check_num(a);
+	check_num(b);
+	check_vfio(b);
+	check_pgpu(a, (size_t)data[0] % 72 + 1);
 	free(s);
 	return 0;
 }

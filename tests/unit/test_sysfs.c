@@ -32,7 +32,7 @@ static const struct {
 } hex[] = {
 	{ "0x10de", 0, 0x10de }, { "10DE", 0, 0x10de }, { "  0x1f \n", 0, 0x1f }, { "0", 0, 0 },
 	{ "0x", -FB_EINVAL }, { "", -FB_EINVAL }, { "0x0x1", -FB_EINVAL }, { "zz", -FB_EINVAL },
-	{ "0x10de junk", -FB_EINVAL }, { "-1", -FB_EINVAL }, { "0x-1", -FB_EINVAL },
+	{ "0x10de junk", -FB_EINVAL }, { "-1", -FB_EINVAL }, { "0x-1", -FB_EINVAL }, { "0x a0", -FB_EINVAL },
 	{ "0xffffffffffffffffffff", -FB_ERANGE },
 }, dec[] = {
 	{ "42", 0, 42 }, { " 7\n", 0, 7 }, { "-1", -FB_EINVAL }, { "4a", -FB_EINVAL },

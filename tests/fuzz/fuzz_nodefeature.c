@@ -1,0 +1,283 @@
+/* fuzz_nodefeature: an untrusted NodeFeature object through exactly what
+ * nfd-master does with one: nf_apply (node-name label, the kept part of the
+ * spec that nf_keep cuts down to what the rules look at) and desired (the
+ * kept parts merged by merge_one, the NodeFeatureRules run, nl_filter). The
+ * applet's own static functions are used: this file includes
+ * applets/nfd-master.c (whose main is nfd_master_main, never called here;
+ * with no informer synced, nothing is scheduled on the absent event loop).
+ *
+ * Input: the NodeFeature JSON, then optionally a NUL and a NodeFeatureRule
+ * object (else a fixed one that looks at flags, attributes, instances and
+ * "@" values). Property checks:
+ * - nf_apply and nfr_apply succeed; a NodeFeature with a node-name label is
+ *   filed under that node, its kept part is an object whose "features" holds
+ *   the three kinds, each feature kept also being in the spec;
+ * - cutting the spec down loses nothing the rules can see: for a spec whose
+ *   features are well-formed, the desired labels, annotations, extended
+ *   resources and taints from the kept part equal those from the whole spec;
+ * - desired gives the same state twice (no hidden state).
+ *
+ * Built two ways, as the other targets: with libFuzzer (make fuzz), and as a
+ * corpus replay under ASan+UBSan (tests/fuzz/corpus/nodefeature, make test). */
+#include "../../applets/nfd-master.c"
+
+#include <fcntl.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const char default_rule[] =
+	"{\"apiVersion\":\"nfd.k8s-sigs.io/v1alpha1\",\"kind\":\"NodeFeatureRule\","
+	"\"metadata\":{\"name\":\"fuzz\"},\"spec\":{\"rules\":["
+	"{\"name\":\"cpu\",\"labels\":{\"cpu-avx2\":\"true\",\"kver\":\"@kernel.version.major\"},"
+	" \"matchFeatures\":[{\"feature\":\"cpu.cpuid\",\"matchExpressions\":{\"AVX2\":{\"op\":\"Exists\"}}},"
+	"  {\"feature\":\"kernel.version\",\"matchExpressions\":{\"major\":{\"op\":\"Gt\",\"value\":[\"4\"]}}}]},"
+	"{\"name\":\"gpu\",\"labelsTemplate\":\"{{ range .pci.device }}gpu-{{ .device }}=true\\n{{ end }}\","
+	" \"extendedResources\":{\"example.com/gpus\":\"@pci.device.vendor\"},"
+	" \"taints\":[{\"key\":\"example.com/gpu\",\"value\":\"yes\",\"effect\":\"NoSchedule\"}],"
+	" \"matchFeatures\":[{\"feature\":\"pci.device\",\"matchExpressions\":{\"vendor\":{\"op\":\"In\",\"value\":[\"10de\"]}}}]},"
+	"{\"name\":\"any\",\"labels\":{\"usb-or-module\":\"yes\"},\"matchAny\":["
+	" {\"matchFeatures\":[{\"feature\":\"usb.device\",\"matchExpressions\":{\"class\":{\"op\":\"Exists\"}}}]},"
+	" {\"matchFeatures\":[{\"feature\":\"kernel.loadedmodule\",\"matchName\":{\"op\":\"InRegexp\",\"value\":[\"^nv\"]}}]}]},"
+	"{\"name\":\"os\",\"labels\":{\"os\":\"@system.osrelease.ID\"},\"vars\":{\"v\":\"1\"},"
+	" \"matchFeatures\":[{\"feature\":\"system.osrelease\",\"matchExpressions\":{\"ID\":{\"op\":\"IsTrue\"}}}]},"
+	"{\"name\":\"matched\",\"labels\":{\"after\":\"x\"},"
+	" \"matchFeatures\":[{\"feature\":\"rule.matched\",\"matchExpressions\":{\"v\":{\"op\":\"Exists\"}}}]}]}}";
+
+static int no_dup_keys(const struct json *o)
+{
+	for (const struct json *a = json_child(o); a; a = json_next(a))
+		for (const struct json *b = json_next(a); b; b = json_next(b))
+			if (strcmp(json_key(a), json_key(b)) == 0)
+				return 0;
+	return 1;
+}
+
+static int strings_only(const struct json *o)
+{
+	if (json_type(o) != JSON_OBJECT || !no_dup_keys(o))
+		return 0;
+	for (const struct json *c = json_child(o); c; c = json_next(c))
+		if (json_type(c) != JSON_STRING)
+			return 0;
+	return 1;
+}
+
+/* The shape the worker publishes: every set {"elements": ...} alone, flags
+ * of objects, attributes of strings, instances of {"attributes": strings},
+ * no key twice. Malformed sets may legitimately read differently once cut
+ * down (keep_some rebuilds what it keeps), so only these are compared. */
+static int wellformed(const struct json *spec)
+{
+	const struct json *feats = json_get(spec, "features");
+
+	if (!feats)
+		return 1;
+	if (json_type(feats) != JSON_OBJECT || !no_dup_keys(feats))
+		return 0;
+	for (const struct json *k = json_child(feats); k; k = json_next(k)) {
+		int kind = -1;
+
+		for (int i = 0; i < 3; i++)
+			if (strcmp(json_key(k), kinds[i]) == 0)
+				kind = i;
+		if (kind < 0)
+			continue; /* not read by the master */
+		if (json_type(k) != JSON_OBJECT || !no_dup_keys(k))
+			return 0;
+		for (const struct json *set = json_child(k); set; set = json_next(set)) {
+			const struct json *el = json_get(set, "elements");
+
+			if (json_type(set) != JSON_OBJECT || json_count(set) != 1 || !el)
+				return 0;
+			if (kind == 2) {
+				if (json_type(el) != JSON_ARRAY)
+					return 0;
+				for (const struct json *e = json_child(el); e; e = json_next(e))
+					if (json_type(e) != JSON_OBJECT || json_count(e) != 1 ||
+					    !strings_only(json_get(e, "attributes")))
+						return 0;
+			} else if (kind == 1) {
+				if (!strings_only(el))
+					return 0;
+			} else {
+				if (json_type(el) != JSON_OBJECT || !no_dup_keys(el))
+					return 0;
+				for (const struct json *e = json_child(el); e; e = json_next(e))
+					if (json_type(e) != JSON_OBJECT || json_count(e) != 0)
+						return 0;
+			}
+		}
+	}
+	return 1;
+}
+
+static int same(const struct json *a, const struct json *b)
+{
+	if (!a || !b)
+		return json_count(a) == 0 && json_count(b) == 0;
+	return json_equal(a, b);
+}
+
+static int same_set(const struct nl_set *a, const struct nl_set *b)
+{
+	return same(a->labels, b->labels) && same(a->annotations, b->annotations) &&
+	       same(a->extended_resources, b->extended_resources) && same(a->taints, b->taints);
+}
+
+/* The whole spec in the kept shape, as if nf_keep kept everything. Owned. */
+static char *whole(const struct json *spec)
+{
+	struct json *o = json_new_object(), *f = json_new_object();
+	const struct json *lab = json_get(spec, "labels");
+	char *s;
+
+	if (!o || !f || json_set_take(o, "features", f) < 0)
+		abort();
+	for (int k = 0; k < 3; k++) {
+		const struct json *src = json_get(json_get(spec, "features"), kinds[k]);
+
+		if (json_set_take(f, kinds[k], src ? json_dup(src) : json_new_object()) < 0)
+			abort();
+	}
+	if (json_type(lab) == JSON_OBJECT && json_set_take(o, "labels", json_dup(lab)) < 0)
+		abort();
+	if (!(s = json_print(o, NULL)))
+		abort();
+	json_free(o);
+	return s;
+}
+
+static void check_kept(const char *data, const struct json *spec)
+{
+	struct fb_errinfo ei;
+	struct json *kept = json_parse(data, strlen(data), "kept", &ei);
+	const struct json *f = json_get(kept, "features");
+
+	if (json_type(kept) != JSON_OBJECT || json_type(f) != JSON_OBJECT)
+		abort();
+	for (int k = 0; k < 3; k++) {
+		const struct json *dst = json_get(f, kinds[k]);
+
+		if (json_type(dst) != JSON_OBJECT)
+			abort();
+		for (const struct json *c = json_child(dst); c; c = json_next(c))
+			if (!json_get(json_get(json_get(spec, "features"), kinds[k]), json_key(c)))
+				abort(); /* kept a feature the object does not have */
+	}
+	json_free(kept);
+}
+
+static void master_init(struct master *m)
+{
+	static int devnull = -1;
+
+	memset(m, 0, sizeof(*m));
+	log_init(&m->log);
+	if (devnull < 0)
+		devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	m->log.fd = devnull; /* errors about the input are expected; keep runs quiet */
+	metrics_init(&m->mx);
+	nl_policy_init(&m->pol);
+	m->pol.enable_taints = 1;
+	snprintf(m->ns, sizeof(m->ns), "node-feature-discovery");
+	m->m_build = m->m_requests = m->m_updates = m->m_failures = m->m_rej_labels = -1;
+	m->m_rej_ers = m->m_rej_taints = m->m_rule_time = m->m_rule_errors = -1;
+	m->m_gc_deleted = m->m_gc_failed = m->m_leader = -1;
+}
+
+/* What nfd_master_main frees on the way out. */
+static void master_free(struct master *m)
+{
+	for (size_t i = 0; i < m->nfs.cap; i++)
+		if (m->nfs.s[i].key) {
+			struct nf *o = m->nfs.s[i].val;
+
+			free(o->key);
+			free(o->data);
+			free(o);
+		}
+	free(m->nfs.s);
+	for (size_t i = 0; i < m->nodes.cap; i++)
+		if (m->nodes.s[i].key) {
+			struct node *n = m->nodes.s[i].val;
+
+			free(n->name);
+			free(n);
+		}
+	free(m->nodes.s);
+	for (size_t i = 0; i < m->n_nfrs; i++)
+		nfr_free(m->nfrs[i]);
+	free(m->nfrs);
+	for (size_t i = 0; i < m->n_refs; i++)
+		free(m->refs[i]);
+	free(m->refs);
+	for (size_t i = 0; i < m->n_ndyn; i++)
+		free(m->ndyn[i]);
+	free(m->ndyn); /* no metrics were added: m->mx holds nothing */
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *text = (const char *)data, *nul = memchr(data, '\0', size);
+	size_t len = nul ? (size_t)(nul - text) : size;
+	struct json *obj, *rule = NULL;
+	struct fb_errinfo ei;
+	struct master m;
+	const char *name;
+	struct node *n;
+
+	obj = json_parse(text, len, "NodeFeature", &ei);
+	if (json_type(obj) != JSON_OBJECT) {
+		json_free(obj);
+		return 0;
+	}
+	if (nul)
+		rule = json_parse(nul + 1, size - len - 1, "NodeFeatureRule", &ei);
+	if (json_type(rule) != JSON_OBJECT) {
+		json_free(rule);
+		rule = json_parse(default_rule, sizeof(default_rule) - 1, "rule", &ei);
+		if (!rule)
+			abort();
+	}
+	master_init(&m);
+	if (nfr_apply(&m, rule, 0) != 0 || nf_apply(&m, obj, 0) != 0)
+		abort();
+	name = json_get_str(json_get(json_get(obj, "metadata"), "labels"), NODE_NAME_LABEL, NULL);
+	n = name && *name ? smap_get(&m.nodes, name) : NULL;
+	if (name && *name) {
+		struct nl_set a, b, c;
+		const struct json *spec = json_get(obj, "spec");
+		char *kept;
+
+		if (!n || !n->nfs || n->nfs->next || !n->nfs->data)
+			abort(); /* filed under its node, once */
+		check_kept(n->nfs->data, spec);
+		if (desired(&m, n, &a) != 0 || desired(&m, n, &b) != 0)
+			abort();
+		if (!same_set(&a, &b))
+			abort();
+		nl_set_free(&b);
+		if (wellformed(spec)) {
+			kept = n->nfs->data;
+			n->nfs->data = whole(spec);
+			if (desired(&m, n, &c) != 0)
+				abort();
+			if (!same_set(&a, &c))
+				abort(); /* the kept part hid something the rules look at */
+			nl_set_free(&c);
+			free(n->nfs->data);
+			n->nfs->data = kept;
+		}
+		nl_set_free(&a);
+	} else if (m.nodes.n != 0) {
+		abort(); /* no node name: ignored */
+	}
+	master_free(&m);
+	json_free(rule);
+	json_free(obj);
+	return 0;
+}
+
+#ifndef FB_LIBFUZZER
+#include "replay.h"
+#endif
