@@ -108,9 +108,11 @@ struct agent {
 	struct json *node_labels; /* our labels on the Node as last seen, owned; NULL: GET first */
 	struct kube_watch *cmw;   /* the ConfigMap watch */
 	char cm_rv[64];           /* resume the watch from here; "": list first */
+	long long cm_watch_ms;    /* when the ConfigMap watch started */
 	long long resync_ms;
-	int retry_timer, debounce_timer;
+	int retry_timer, debounce_timer, cm_timer;
 	struct kube_backoff bo;
+	struct kube_backoff cmbo; /* the ConfigMap watch's own: reset by a watch that lived 30 s */
 	int nl_fd;
 	int ready;
 };
@@ -1046,22 +1048,42 @@ static void on_cm_event(void *ctx, const char *type, const struct json *obj)
 		schedule(a, 0);
 }
 
+static int cm_watch(struct agent *a, int from_pass);
+
+static void on_cm_timer(void *ctx)
+{
+	struct agent *a = ctx;
+
+	a->cm_timer = 0;
+	if (!a->cmw && cm_watch(a, 0) < 0 && !loop_signal(a->l))
+		a->cm_timer = loop_timer(a->l, kube_backoff_next(&a->cmbo), on_cm_timer, a);
+}
+
+/* The watch ended: watch again, from where it was unless the server said
+ * 410. Only the watch is restarted, not a scan and sync; a watch cut again
+ * and again (a proxy, a server in trouble) backs off instead of looping, and
+ * only one that lived 30 s resets that backoff. */
 static void on_cm_end(void *ctx, enum kube_watch_end why, const struct fb_errinfo *ei)
 {
 	struct agent *a = ctx;
+	long long lived = loop_now_ms() - a->cm_watch_ms;
 	char msg[600];
 
-	if (why == KUBE_WATCH_CLOSED) {
-		snprintf(a->cm_rv, sizeof(a->cm_rv), "%s", kube_watch_rv(a->cmw));
-	} else {
+	if (why == KUBE_WATCH_EXPIRED)
 		a->cm_rv[0] = '\0';
-		if (why == KUBE_WATCH_FAILED)
-			LOG_W(&a->log, "ConfigMap watch: %s", fb_errinfo_str(ei, msg, sizeof(msg)));
-	}
+	else if (kube_watch_rv(a->cmw)[0])
+		snprintf(a->cm_rv, sizeof(a->cm_rv), "%s", kube_watch_rv(a->cmw));
+	if (why == KUBE_WATCH_FAILED)
+		LOG_W(&a->log, "ConfigMap watch: %s", fb_errinfo_str(ei, msg, sizeof(msg)));
 	kube_watch_free(a->cmw);
 	a->cmw = NULL;
-	if (!loop_signal(a->l))
-		schedule(a, why == KUBE_WATCH_CLOSED ? 0 : kube_backoff_next(&a->bo));
+	if (loop_signal(a->l))
+		return;
+	if (lived >= 30000)
+		kube_backoff_reset(&a->cmbo);
+	loop_timer_cancel(a->l, a->cm_timer);
+	a->cm_timer = loop_timer(a->l, why == KUBE_WATCH_CLOSED && lived >= 10000 ? 0 : kube_backoff_next(&a->cmbo),
+				 on_cm_timer, a);
 }
 
 static void cm_path(const struct agent *a, char *path, size_t size, int list)
@@ -1085,9 +1107,12 @@ static int cm_get(struct agent *a)
 	return s == 200 || s == 404 ? 0 : -1;
 }
 
+static void schedule(struct agent *a, long long ms);
+
 /* Lists (when there is no resourceVersion to resume from) and watches the
- * ConfigMap. Returns 0 or -1 (logged). */
-static int cm_watch(struct agent *a)
+ * ConfigMap; a changed map read outside a pass schedules one. Returns 0 or
+ * -1 (logged). */
+static int cm_watch(struct agent *a, int from_pass)
 {
 	char path[700], msg[600];
 	struct fb_errinfo ei;
@@ -1102,9 +1127,11 @@ static int cm_watch(struct agent *a)
 			a->cm_rv[0] = '\0';
 			return -1;
 		}
-		cm_apply(a, json_at(items, 0));
+		if (cm_apply(a, json_at(items, 0)) && !from_pass)
+			schedule(a, 0);
 		json_free(items);
 	}
+	a->cm_watch_ms = loop_now_ms();
 	if (kube_watch_start(&a->cmw, a->k, a->l, path, a->cm_rv, on_cm_event, on_cm_end, a, &ei) < 0) {
 		LOG_E(&a->log, "watching the vendors ConfigMap: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
 		a->cmw = NULL;
@@ -1131,7 +1158,7 @@ static void on_pass(void *ctx)
 	int cm_failed = 0;
 
 	a->retry_timer = 0;
-	if (!a->vendors_file && !a->cmw && cm_watch(a) < 0) {
+	if (!a->vendors_file && !a->cmw && !a->cm_timer && cm_watch(a, 1) < 0) {
 		/* keep scanning and publishing with what we have (the built-in
 		 * map when nothing was ever read); the backoff retries the watch */
 		cm_failed = 1;
@@ -1415,6 +1442,7 @@ int gpu_node_agent_main(int argc, char **argv)
 			for (const char *p = a.node; *p; p++)
 				seed = seed * 31 + (unsigned char)*p;
 			kube_backoff_init(&a.bo, ko.backoff_base_ms, ko.backoff_max_ms, seed);
+			kube_backoff_init(&a.cmbo, ko.backoff_base_ms, ko.backoff_max_ms, seed + 1);
 		}
 	}
 	if (oneshot) {

@@ -206,7 +206,9 @@ struct informer {
 	void (*begin)(struct master *m);
 	void (*end)(struct master *m);
 	struct kube_watch *w;
-	struct kube_backoff bo;
+	struct kube_backoff bo;        /* reset only by a watch that lived 30 s */
+	long long watch_ms;            /* when the current watch started */
+	char rv[64];                   /* re-watch from here after a failed watch */
 	int synced, timer, failing;
 	struct master *m;
 };
@@ -1332,6 +1334,7 @@ static void inf_event(void *ctx, const char *type, const struct json *object)
 }
 
 static void on_relist(void *ctx);
+static void on_rewatch(void *ctx);
 static void watch(struct master *m, struct informer *in, const char *rv);
 
 static void retry_later(struct master *m, struct informer *in, void (*fn)(void *))
@@ -1348,21 +1351,43 @@ static void inf_end(void *ctx, enum kube_watch_end why, const struct fb_errinfo 
 	struct master *m = in->m;
 	char rv[64], msg[1300];
 
+	long long lived = loop_now_ms() - in->watch_ms;
+
 	snprintf(rv, sizeof(rv), "%s", kube_watch_rv(in->w));
 	kube_watch_free(in->w);
 	in->w = NULL;
 	if (loop_signal(m->l))
 		return;
+	/* A watch cut again and again (a proxy, a server in trouble) must not
+	 * turn into a list-watch loop: only one that lived a while resets the
+	 * backoff, a short one waits before the next, and a failed one resumes
+	 * from its resourceVersion instead of listing everything again (as
+	 * client-go's reflector does); 410 is the only way to a new list. */
+	if (lived >= 30000)
+		kube_backoff_reset(&in->bo);
+	snprintf(in->rv, sizeof(in->rv), "%s", rv);
 	if (why == KUBE_WATCH_CLOSED) {
-		watch(m, in, rv);
+		if (lived < 10000)
+			retry_later(m, in, on_rewatch);
+		else
+			watch(m, in, rv);
 	} else if (why == KUBE_WATCH_EXPIRED) {
 		LOG_I(&m->log, "%s watch: resourceVersion %s expired; listing again", in->what, rv);
 		relist(m, in);
 	} else {
-		LOG_W(&m->log, "%s watch failed: %s; listing again after a pause", in->what,
-		      fb_errinfo_str(ei, msg, sizeof(msg)));
-		retry_later(m, in, on_relist);
+		LOG_W(&m->log, "%s watch failed: %s; watching again from %s after a pause", in->what,
+		      fb_errinfo_str(ei, msg, sizeof(msg)), rv[0] ? rv : "a new list");
+		retry_later(m, in, rv[0] ? on_rewatch : on_relist);
 	}
+}
+
+static void on_rewatch(void *ctx)
+{
+	struct informer *in = ctx;
+
+	in->timer = 0;
+	if (!in->w)
+		watch(in->m, in, in->rv);
 }
 
 static void watch(struct master *m, struct informer *in, const char *rv)
@@ -1371,12 +1396,15 @@ static void watch(struct master *m, struct informer *in, const char *rv)
 	char msg[1300];
 
 	fb_errinfo_init(&ei);
+	in->watch_ms = loop_now_ms();
+	if (rv != in->rv)
+		snprintf(in->rv, sizeof(in->rv), "%s", rv);
 	if (kube_watch_start(&in->w, m->k, m->l, in->path, rv, inf_event, inf_end, in, &ei) < 0) {
 		if (loop_signal(m->l))
 			return;
-		LOG_W(&m->log, "%s watch: %s; listing again after a pause", in->what,
+		LOG_W(&m->log, "%s watch: %s; trying again after a pause", in->what,
 		      fb_errinfo_str(&ei, msg, sizeof(msg)));
-		retry_later(m, in, on_relist);
+		retry_later(m, in, in->rv[0] ? on_rewatch : on_relist);
 	}
 }
 
@@ -1418,7 +1446,6 @@ static void relist(struct master *m, struct informer *in)
 	if (in->failing)
 		LOG_I(&m->log, "listing %ss works again", in->what);
 	in->failing = 0;
-	kube_backoff_reset(&in->bo);
 	in->end(m);
 	in->synced = 1;
 	if (!was)

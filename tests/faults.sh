@@ -122,7 +122,7 @@ round "429 storm with Retry-After" r429_break clear 60
 round "500 on every request" r500_break clear 60
 round "connections closed mid-body (writes applied)" body_break clear 120
 round "connections reset (RST)" rst_break clear 120
-round "watches cut mid-event" watch_break clear
+round "watches cut mid-event" watch_break clear 60
 round "slow server (1.5 s per request)" slow_break clear
 round "token rotation" token_break nothing
 round "CA mismatch: an imposter on the API's port" imposter_break imposter_heal
