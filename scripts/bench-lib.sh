@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: Apache-2.0
 # bench-lib.sh: sourced by the scripts/bench* scripts. Tables are built as
 # tab-separated rows in a file (the first row the header) and printed twice:
@@ -59,7 +60,7 @@ bench_calls() {
 # bench_best RUNS CMD...: the fastest of RUNS runs of CMD, in ns (bash 5's
 # EPOCHREALTIME: microseconds)
 bench_best() {
-	local runs=$1 b= t0 t1
+	local runs=$1 b='' t0 t1
 	shift
 	for _ in $(seq "$runs"); do
 		# bash's clock: no date process inside the interval
