@@ -6,7 +6,10 @@
 #   make test             everything CI runs; ends with "N passed, N failed"
 #   make size             stripped size per built arch and the 15 largest symbols
 #   make image-rootfs     build/image/$(ARCH)/rootfs: the container image's files
-#   make bench            benchmarks (none yet in this issue)
+#   make bench            benchmarks (scripts/bench: tables of figures, never pass/fail
+#                         timing; also build/bench/report.md); builds the release
+#                         binary and the cross ones first (the size table wants all
+#                         three); BENCH_QUICK=1 make bench: a smoke run
 #   make fuzz             libFuzzer, FUZZ_SECONDS (60) per target; not in make test
 -include config.mak
 
@@ -199,7 +202,10 @@ build/check/tests/fuzz_nodefeature build/fuzz/fuzz_nodefeature: applets/nfd-mast
 build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_OBJ) $(LIBS)
 	$(CC) $(CFLAGS_FB) -DFB_LIBFUZZER $(LDFLAGS_FB) -o $@ $< $(CORE_OBJ) $(LIBS) $(LDLIBS)
 
-bench:
+# release binary (and its objects: scripts/bench-pci links core/pci from them)
+# and the cross binaries for the size table, then the figures
+bench: all
+	$(MAKE) cross
 	scripts/bench
 
 clean:

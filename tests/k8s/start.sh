@@ -59,8 +59,10 @@ k8s_stop() {
 	if kill -TERM "$K8S_PID" 2>/dev/null; then
 		# until it is gone or a zombie (kill -0 succeeds on zombies)
 		while [ $i -lt 100 ]; do
+			# bash reaps its children itself: /proc/PID may be gone, and a
+			# failed redirection would end a `set -e` caller (bench-master)
 			st=
-			read -r _ _ st _ 2>/dev/null <"/proc/$K8S_PID/stat"
+			{ read -r _ _ st _ <"/proc/$K8S_PID/stat"; } 2>/dev/null || break
 			[ -z "$st" ] || [ "$st" = Z ] && break
 			sleep 0.05
 			i=$((i + 1))
