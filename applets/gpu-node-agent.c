@@ -109,6 +109,7 @@ struct agent {
 	struct kube_watch *cmw;   /* the ConfigMap watch */
 	char cm_rv[64];           /* resume the watch from here; "": list first */
 	long long cm_watch_ms;    /* when the ConfigMap watch started */
+	int cm_fails;             /* failed watches in a row with no event */
 	long long resync_ms;
 	int retry_timer, debounce_timer, cm_timer;
 	struct kube_backoff bo;
@@ -1042,6 +1043,7 @@ static void on_cm_event(void *ctx, const char *type, const struct json *obj)
 {
 	struct agent *a = ctx;
 
+	a->cm_fails = 0;
 	if (strcmp(json_get_str(json_get(obj, "metadata"), "name", ""), a->cm_name) != 0)
 		return;
 	if (cm_apply(a, strcmp(type, "DELETED") == 0 ? NULL : obj))
@@ -1060,18 +1062,23 @@ static void on_cm_timer(void *ctx)
 }
 
 /* The watch ended: watch again, from where it was unless the server said
- * 410. Only the watch is restarted, not a scan and sync; a watch cut again
- * and again (a proxy, a server in trouble) backs off instead of looping, and
- * only one that lived 30 s resets that backoff. */
+ * 410 or three watches in a row failed with no event (the resourceVersion
+ * may be the trouble): then list first. Only the watch is restarted, not a
+ * scan and sync; a watch cut again and again (a proxy, a server in trouble)
+ * backs off instead of looping, and only one that lived 30 s resets that
+ * backoff. */
 static void on_cm_end(void *ctx, enum kube_watch_end why, const struct fb_errinfo *ei)
 {
 	struct agent *a = ctx;
 	long long lived = loop_now_ms() - a->cm_watch_ms;
 	char msg[600];
 
-	if (why == KUBE_WATCH_EXPIRED)
+	if (why != KUBE_WATCH_FAILED)
+		a->cm_fails = 0;
+	if (why == KUBE_WATCH_EXPIRED || (why == KUBE_WATCH_FAILED && ++a->cm_fails >= 3)) {
 		a->cm_rv[0] = '\0';
-	else if (kube_watch_rv(a->cmw)[0])
+		a->cm_fails = 0;
+	} else if (kube_watch_rv(a->cmw)[0])
 		snprintf(a->cm_rv, sizeof(a->cm_rv), "%s", kube_watch_rv(a->cmw));
 	if (why == KUBE_WATCH_FAILED)
 		LOG_W(&a->log, "ConfigMap watch: %s", fb_errinfo_str(ei, msg, sizeof(msg)));
@@ -1106,8 +1113,6 @@ static int cm_get(struct agent *a)
 	json_free(cm);
 	return s == 200 || s == 404 ? 0 : -1;
 }
-
-static void schedule(struct agent *a, long long ms);
 
 /* Lists (when there is no resourceVersion to resume from) and watches the
  * ConfigMap; a changed map read outside a pass schedules one. Returns 0 or

@@ -211,6 +211,8 @@ struct informer {
 	struct kube_backoff bo;        /* reset only by a watch that lived 30 s */
 	long long watch_ms;            /* when the current watch started */
 	char rv[64];                   /* re-watch from here after a failed watch */
+	int rewatch_fails;             /* failed watches in a row with no event */
+	int fresh;                     /* the watch started from a list just made */
 	int synced, timer, failing;
 	struct master *m;
 };
@@ -1331,6 +1333,7 @@ static void inf_event(void *ctx, const char *type, const struct json *object)
 {
 	struct informer *in = ctx;
 
+	in->rewatch_fails = 0;
 	if (in->apply(in->m, object, strcmp(type, "DELETED") == 0) < 0)
 		LOG_E(&in->m->log, "%s event: out of memory", in->what);
 }
@@ -1351,10 +1354,12 @@ static void inf_end(void *ctx, enum kube_watch_end why, const struct fb_errinfo 
 {
 	struct informer *in = ctx;
 	struct master *m = in->m;
-	char rv[64], msg[1300];
-
+	char rv[64], msg[1300] = "";
 	long long lived = loop_now_ms() - in->watch_ms;
 
+	/* ei lives in the watch: read it before the watch goes */
+	if (why == KUBE_WATCH_FAILED)
+		fb_errinfo_str(ei, msg, sizeof(msg));
 	snprintf(rv, sizeof(rv), "%s", kube_watch_rv(in->w));
 	kube_watch_free(in->w);
 	in->w = NULL;
@@ -1362,24 +1367,38 @@ static void inf_end(void *ctx, enum kube_watch_end why, const struct fb_errinfo 
 		return;
 	/* A watch cut again and again (a proxy, a server in trouble) must not
 	 * turn into a list-watch loop: only one that lived a while resets the
-	 * backoff, a short one waits before the next, and a failed one resumes
-	 * from its resourceVersion instead of listing everything again (as
-	 * client-go's reflector does); 410 is the only way to a new list. */
+	 * backoff, and a short one waits before the next try. A failed watch
+	 * resumes from its resourceVersion rather than listing everything again,
+	 * but three failures in a row with no event between them list again, in
+	 * case the resourceVersion itself is the trouble (a restored etcd, an
+	 * event that cannot be read). */
 	if (lived >= 30000)
 		kube_backoff_reset(&in->bo);
 	snprintf(in->rv, sizeof(in->rv), "%s", rv);
 	if (why == KUBE_WATCH_CLOSED) {
+		in->rewatch_fails = 0;
+		in->fresh = 0;
 		if (lived < 10000)
 			retry_later(m, in, on_rewatch);
 		else
 			watch(m, in, rv);
 	} else if (why == KUBE_WATCH_EXPIRED) {
 		LOG_I(&m->log, "%s watch: resourceVersion %s expired; listing again", in->what, rv);
-		relist(m, in);
+		in->rewatch_fails = 0;
+		/* expired at once after a resume: the history moved on, list now;
+		 * at once after a list: a server in trouble, wait */
+		if (in->fresh && lived < 10000)
+			retry_later(m, in, on_relist);
+		else
+			relist(m, in);
 	} else {
-		LOG_W(&m->log, "%s watch failed: %s; watching again from %s after a pause", in->what,
-		      fb_errinfo_str(ei, msg, sizeof(msg)), rv[0] ? rv : "a new list");
-		retry_later(m, in, rv[0] ? on_rewatch : on_relist);
+		int again = rv[0] && ++in->rewatch_fails < 3;
+
+		LOG_W(&m->log, "%s watch failed: %s; %s after a pause", in->what, msg,
+		      again ? "watching again" : "listing again");
+		if (!again)
+			in->rewatch_fails = 0;
+		retry_later(m, in, again ? on_rewatch : on_relist);
 	}
 }
 
@@ -1388,6 +1407,7 @@ static void on_rewatch(void *ctx)
 	struct informer *in = ctx;
 
 	in->timer = 0;
+	in->fresh = 0;
 	if (!in->w)
 		watch(in->m, in, in->rv);
 }
@@ -1448,10 +1468,15 @@ static void relist(struct master *m, struct informer *in)
 	if (in->failing)
 		LOG_I(&m->log, "listing %ss works again", in->what);
 	in->failing = 0;
+	/* a relist asked for by someone else (a rule needing more features)
+	 * makes a pending retry of ours moot */
+	loop_timer_cancel(m->l, in->timer);
+	in->timer = 0;
 	in->end(m);
 	in->synced = 1;
 	if (!was)
 		LOG_I(&m->log, "%ss listed (resourceVersion %s)", in->what, rv);
+	in->fresh = 1;
 	watch(m, in, rv);
 	if (in == &m->inf[INF_NODE] && was)
 		gc(m); /* nodes gone while we were not watching */

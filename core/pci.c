@@ -225,7 +225,9 @@ int pci_uevent_msg_is_pci(const char *buf, size_t len)
 
 		if (n == sizeof(want) - 1 && memcmp(p, want, n) == 0)
 			return 1;
-		p += n + 1;
+		if (!nul)
+			break;
+		p = nul + 1;
 	}
 	return 0;
 }

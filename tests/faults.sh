@@ -63,10 +63,11 @@ round() {
 	check "$name: every /healthz answers" health
 	check "$name: no label removed or wrongly changed, nothing deleted" cluster_log_ok "$seq"
 	if [ -n "$max" ]; then
-		check "$name: backed off ($n requests in ${HOLD} s, at most $max)" [ "$n" != "?" ] && [ "$n" -le "$max" ]
+		check "$name: backed off ($n requests in ${HOLD} s, at most $max)" \
+			sh -c '[ "$1" != "?" ] && [ "$1" -le "$2" ]' _ "$n" "$max"
 	fi
 	printf '# round %s (%s): %s requests while broken, converged %.1f s after healing\n' \
-		$K "$name" "$n" "$(echo "$t1 - $t0" | bc)" >&2
+		$K "$name" "$n" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" >&2
 	[ -s "$W/round$K.json" ] && python3 -c '
 import collections, json, sys
 c = collections.Counter("%s %s %s%s" % (e.get("user"), e["verb"], e["resource"], " watch" if e["watch"] else "")
@@ -96,12 +97,14 @@ token_break() {
 # CA mismatch: another server, with its own CA, answers on the API's port.
 imposter_break() {
 	server_down
-	python3 "$FB_TOP/tests/k8s/server.py" --dir "$W/imposter" --port "$CL_PORT" >"$W/imposter.log" 2>&1 &
+	python3 "$FB_TOP/tests/k8s/server.py" --dir "$W/imposter" --port "$CL_PORT" --verbose >"$W/imposter.log" 2>&1 &
 	IMP=$!
 	for _ in $(seq 100); do [ -e "$W/imposter/ready" ] && break; sleep 0.1; done
 }
 imposter_heal() {
 	imposter_requests=$("$FB_TOP/tests/k8s/ctl" "$W/imposter" count '*' '.' 2>/dev/null || echo "?")
+	# --verbose logs each connection whose TLS handshake failed
+	imposter_refused=$(grep -c 'connection from' "$W/imposter.log")
 	kill -TERM $IMP
 	wait $IMP
 	IMP=
@@ -126,14 +129,10 @@ round "watches cut mid-event" watch_break clear 60
 round "slow server (1.5 s per request)" slow_break clear
 round "token rotation" token_break nothing
 round "CA mismatch: an imposter on the API's port" imposter_break imposter_heal
+check "CA mismatch: the daemons tried the imposter ($imposter_refused TLS handshakes refused)" [ "$imposter_refused" -gt 0 ]
 check "CA mismatch: no request reached the imposter (TLS verification held)" [ "$imposter_requests" = 0 ]
 round "API server restarted with a fresh history again" stopped_break stopped_heal
 
+# (sanitizer reports go to $W/san, which every check looks at)
 check "every daemon stops on SIGTERM with exit 0, no sanitizer report" cluster_stop
-for n in $DAEMONS; do
-	if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error' "$W/$n.log"; then
-		fail "$n: sanitizer output in its log"
-		grep -E -A5 'AddressSanitizer|LeakSanitizer|runtime error' "$W/$n.log" | head -20 | sed 's/^/  /'
-	fi
-done
 done_testing

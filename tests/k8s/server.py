@@ -1588,6 +1588,7 @@ class Store:
         self.lock = threading.RLock()
         self.rv = start_rv
         self.objs = {r.plural: {} for r in RESOURCES}
+        self.frozen = False  # set at shutdown with --keep-state: no more writes
         self.history = collections.deque()
         self.history_max = max(1, history_max)
         self.floor = self.rv
@@ -1598,6 +1599,8 @@ class Store:
 
     # -- low level ---------------------------------------------------------
     def _commit(self, res, key, old, new, etype):
+        if self.frozen:
+            raise ApiError(503, "the server is shutting down")
         self.rv += 1
         rv = str(self.rv)
         table = self.objs[res.plural]
@@ -1996,9 +1999,10 @@ def note_label_changes(old, new):
     d = {"removed": sorted(k for k in ol if k not in nl),
          "added": sorted(k for k in nl if k not in ol),
          "changed": sorted(k for k in nl if k in ol and ol[k] != nl[k])}
-    d = {k: v for k, v in d.items() if v}
-    if d:
-        e.setdefault("labels", {}).update(d)
+    for k, v in d.items():
+        if v:
+            have = e.setdefault("labels", {}).setdefault(k, [])
+            have[:] = sorted(set(have) | set(v))
 
 
 class RequestLog:
@@ -2947,6 +2951,8 @@ def main():
             AUTH.set_rules(user, rules)
         for o in st.get("objects", []):
             load_object(o)
+        LOG.seq = st.get("logSeq", 0) # a test's "since" stays meaningful
+
     for s in a.seed:
         with open(s) as f:
             b = json.load(f)
@@ -3001,6 +3007,14 @@ def main():
         pass
     log("stopping")
     SHUTDOWN.set()
+    if a.keep_state:
+        # what was acknowledged is what is kept: no write commits after this
+        with STORE.lock:
+            STORE.frozen = True
+            try:
+                write_atomic(state, json.dumps(dump_state()))
+            except OSError as e:
+                log("cannot write %s: %s" % (state, e))
     for f in ("ready",):
         try:
             os.unlink(os.path.join(d, f))
@@ -3011,8 +3025,6 @@ def main():
     httpd.server_close()
     try:
         write_atomic(os.path.join(d, "last-rv"), "%d\n" % STORE.rv)
-        if a.keep_state:
-            write_atomic(state, json.dumps(dump_state()))
     except OSError:
         pass
     return 0
@@ -3022,15 +3034,15 @@ def dump_state():
     """Everything --keep-state restores: the objects (kind and apiVersion set, so
     load_object places them), the users with a token file, and the allow rules."""
     objs = []
-    with STORE.lock:
-        for r in RESOURCES:
-            for k in sorted(STORE.objs[r.plural]):
-                o = jcopy(STORE.objs[r.plural][k])
-                o["kind"], o["apiVersion"] = r.kind, r.api_version
-                objs.append(o)
+    # the caller holds STORE.lock
+    for r in RESOURCES:
+        for k in sorted(STORE.objs[r.plural]):
+            o = jcopy(STORE.objs[r.plural][k])
+            o["kind"], o["apiVersion"] = r.kind, r.api_version
+            objs.append(o)
     users = sorted(n for n in os.listdir(AUTH.tokdir)
                    if not n.startswith(".") and os.path.islink(os.path.join(AUTH.tokdir, n)))
-    return {"objects": objs, "users": users, "rules": AUTH.get_rules()}
+    return {"objects": objs, "users": users, "rules": AUTH.get_rules(), "logSeq": LOG.seq}
 
 
 if __name__ == "__main__":
