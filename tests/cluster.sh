@@ -119,7 +119,11 @@ cluster_start() {
 		} | sort
 	)
 	local w1="--kubeconfig $K8S_DIR/kubeconfig-node1 --node-name node1"
-	cl_daemon master $FB nfd-master --kubeconfig "$W/kubeconfig-master" --config /nonexistent --port 0 \
+	# --instance: the standalone worker on node2 keeps nfd-master's
+	# bookkeeping annotations itself; a master sharing the cluster with it
+	# needs its own (upstream's several-masters setting), or its resync takes
+	# node2's labels for its own and removes them (node2 has no NodeFeature)
+	cl_daemon master $FB nfd-master --kubeconfig "$W/kubeconfig-master" --config /nonexistent --port 0 --instance fb \
 		--resync-period "${CL_RESYNC:-1h}" --gc-interval "${CL_GC:-1h}"
 	cl_daemon worker env KUBERNETES_NAMESPACE=$NSP $FB nfd-worker $w1 --config /nonexistent --port 0 \
 		--host-prefix "$W/root1/" --features-dir "$W/fd1" --custom-dir "$W/cd" \
