@@ -28,15 +28,6 @@ PGAPI=/apis/gpu.deckhouse.io/v1alpha1/physicalgpus
 DAEMONS="master worker standalone gpu dt"
 CL_FIX=$FB_TOP/tests/fixtures
 
-wait_for() { # SECONDS COMMAND...
-	local end=$(($(date +%s) + $1))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		[ "$(date +%s)" -lt "$end" ] || return 1
-		sleep 0.5
-	done
-}
-
 server_down() {
 	k8s_stop
 }

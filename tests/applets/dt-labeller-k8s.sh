@@ -14,14 +14,6 @@ import json, sys
 for k, v in sorted(json.load(sys.stdin)["metadata"].get("labels", {}).items()):
     print("%s=%s" % (k, v))'
 }
-wait_for() { # SECONDS COMMAND...: until the command succeeds
-	local end=$(( $(date +%s) + $1 ))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		[ "$(date +%s)" -lt "$end" ] || return 1
-		sleep 0.2
-	done
-}
 has() { labels | grep -qx "$1"; }
 hasnt() { ! labels | grep -q "^$1="; }
 set_labels() { # JSON object of labels: replace the node's labels by hand

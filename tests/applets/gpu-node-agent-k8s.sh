@@ -26,14 +26,6 @@ GA="$FB gpu-node-agent --kubeconfig $S/kubeconfig-node1 --node-name node1 --host
 names() { k8s_ctl get $P | python3 -c 'import json,sys; print(" ".join(sorted(o["metadata"]["name"] for o in json.load(sys.stdin)["items"])))'; }
 nodelabels() { k8s_ctl get /api/v1/nodes/node1 | python3 -c 'import json,sys; l=json.load(sys.stdin)["metadata"]["labels"]; print(" ".join("%s=%s" % kv for kv in sorted(l.items()) if kv[0].startswith("gpu.")) or "-")'; }
 writes() { echo $(( $(k8s_ctl count POST '^/api') + $(k8s_ctl count PUT '^/api') + $(k8s_ctl count PATCH '^/api') + $(k8s_ctl count DELETE '^/api') )); }
-wait_for() { # SECONDS COMMAND...
-	local end=$(( $(date +%s) + $1 ))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		[ "$(date +%s)" -lt "$end" ] || return 1
-		sleep 0.2
-	done
-}
 # in a subshell for wait_for: true when COMMAND's output equals WANT
 is() { # WANT COMMAND...
 	local want=$1

@@ -49,14 +49,6 @@ for t in n.get("spec", {}).get("taints", []):
     out.append("taint %s=%s:%s" % (t["key"], t.get("value", ""), t["effect"]))
 print("\n".join(sorted(out)))'
 }
-wait_for() { # SECONDS COMMAND...
-	local end=$(( $(date +%s) + $1 ))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		[ "$(date +%s)" -lt "$end" ] || return 1
-		sleep 0.2
-	done
-}
 has() { nfd_state "$1" | grep -qxF "$2"; }
 hasnt() { ! nfd_state "$1" | grep -qF "$2"; }
 # start_master NAME ARGS...: runs a master in the background, log in $W/NAME.log

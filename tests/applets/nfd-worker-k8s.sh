@@ -25,15 +25,6 @@ export KUBERNETES_NAMESPACE=$NSP POD_NAME=nfd-worker-abcde POD_UID=pod-uid-1
 NW="$FB nfd-worker --kubeconfig $S/kubeconfig-node1 --node-name node1 --config $W/none.conf --host-prefix $W/root/ --features-dir $W/fd"
 nf() { k8s_ctl get $NFP; }
 nf_label() { nf | python3 -c 'import json,sys; print(json.load(sys.stdin)["spec"]["labels"].get(sys.argv[1], "-"))' "$1"; }
-wait_for() { # SECONDS COMMAND...
-	local end=$(( $(date +%s) + $1 ))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		[ "$(date +%s)" -lt "$end" ] || return 1
-		sleep 0.2
-	done
-}
-
 # 1. --oneshot: the object, exactly as upstream's worker makes it.
 testing "--oneshot publishes and exits 0" "$NW --oneshot 2>$W/one.log; echo \$?" "0\n"
 check "NodeFeature: upstream shape" python3 - "$(nf)" <<'PY'

@@ -68,6 +68,17 @@ check() {
 	fi
 }
 
+# wait_for SECONDS COMMAND...: until the command succeeds (0), or 1 after
+# SECONDS; for state another process reaches in its own time.
+wait_for() {
+	local end=$(($(date +%s) + $1))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ "$(date +%s)" -lt "$end" ] || return 1
+		sleep 0.2
+	done
+}
+
 # as_nobody CMD...: runs CMD as uid/gid 65534 when we are root, else as we are,
 # so permission tests mean something under CI's root.
 as_nobody() {

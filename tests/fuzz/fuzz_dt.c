@@ -8,6 +8,7 @@
  * which is how `make test` runs the corpus under ASan+UBSan. */
 #include "../../core/dt.h"
 #include "../../core/labels.h"
+#include "dtnames.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -21,21 +22,11 @@ static int visit(void *ctx, struct dt *dt, const struct dt_node *node)
 	struct fb_errinfo ei;
 	const void *val;
 	ssize_t len = dt_getprop(dt, node, "compatible", &val, &ei);
-	const char *p, *end;
 
 	*(size_t *)ctx += strlen(node->path);
 	if (len <= 0)
 		return 0;
-	for (p = val, end = p + len; p < end;) {
-		const char *nul = memchr(p, '\0', (size_t)(end - p));
-		size_t slen = nul ? (size_t)(nul - p) : (size_t)(end - p);
-		char name[LABELS_NAME_MAX + 1];
-		ssize_t n = labels_dt_name(p, slen, name, sizeof(name));
-
-		if (n > 0 && !labels_valid_name(name, (size_t)n))
-			abort(); /* the sanitiser must only produce valid names */
-		p += slen + 1;
-	}
+	check_compatible_names(val, (size_t)len);
 	return 0;
 }
 

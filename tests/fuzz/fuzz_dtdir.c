@@ -25,6 +25,7 @@
  * corpus replay under ASan+UBSan (tests/fuzz/corpus/dtdir, make test). */
 #include "../../core/dt.h"
 #include "../../core/labels.h"
+#include "dtnames.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -249,16 +250,7 @@ static void check_compatible(struct dt *dt, const struct dt_node *node)
 		abort();
 	if (len <= 0)
 		return;
-	for (const char *p = val, *end = p + len; p < end;) {
-		const char *nul = memchr(p, '\0', (size_t)(end - p));
-		size_t slen = nul ? (size_t)(nul - p) : (size_t)(end - p);
-		char name[LABELS_NAME_MAX + 1];
-		ssize_t n = labels_dt_name(p, slen, name, sizeof(name));
-
-		if (n > 0 && !labels_valid_name(name, (size_t)n))
-			abort(); /* the sanitiser must only produce valid names */
-		p += slen + 1;
-	}
+	check_compatible_names(val, (size_t)len);
 }
 
 static int visit(void *ctx, struct dt *dt, const struct dt_node *node)
