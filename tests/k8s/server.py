@@ -1570,6 +1570,17 @@ OMITEMPTY_META = ("labels", "annotations", "finalizers", "ownerReferences", "gen
                   "namespace", "managedFields", "deletionGracePeriodSeconds", "deletionTimestamp")
 
 
+def default_meta(res, obj):
+    """The apiserver's defaulting that clients can see: every Namespace carries the label
+    kubernetes.io/metadata.name=<its name>, set on create and update whatever was sent."""
+    md = obj.get("metadata")
+    if res.plural == "namespaces" and isinstance(md, dict) and isinstance(md.get("name"), str):
+        if not isinstance(md.get("labels"), dict):
+            md["labels"] = {}
+        md["labels"]["kubernetes.io/metadata.name"] = md["name"]
+    return obj
+
+
 def normalize_meta(obj):
     """ObjectMeta is typed even for custom resources: empty maps/lists/strings are omitted."""
     md = obj.get("metadata")
@@ -1735,6 +1746,7 @@ class Store:
                     obj.pop("status", None)
             if res.plural == "namespaces":
                 obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+            default_meta(res, obj)
             normalize_meta(obj)
             validate(res, obj)
             if res.namespaced and not self.namespace_exists(ns):
@@ -1805,6 +1817,7 @@ class Store:
         nmd["resourceVersion"] = omd["resourceVersion"]
         if not json_equal(spec_of(res, new), spec_of(res, old)):
             nmd["generation"] = omd.get("generation", 1) + 1
+        default_meta(res, new)
         normalize_meta(new)
         validate(res, new, True)
         if json_equal(new, old):
@@ -1893,6 +1906,7 @@ class Store:
                 md["namespace"] = ns
             else:
                 md.pop("namespace", None)
+            default_meta(res, obj)
             key = obj_key(res, obj)
             old = self.objs[res.plural].get(key)
             if old is not None:

@@ -639,6 +639,38 @@ def names(r):
     return sorted(i["metadata"]["name"] for i in (r.get("items") or []))
 
 
+def t_namespaces(S):
+    """Namespaces: the kubernetes.io/metadata.name label the apiserver sets, labels in list
+    and watch selectors (nfd-master's restrictions.nodeFeatureNamespaceSelector)."""
+    c = Client(S)
+    M = "application/merge-patch+json"
+    KEY = "kubernetes.io/metadata.name"
+    r = c.req("GET", "/api/v1/namespaces/kube-system")
+    check("namespaces: the built-in ones carry kubernetes.io/metadata.name",
+          r.status == 200 and (r.get("metadata", "labels") or {}).get(KEY) == "kube-system", r)
+    r = c.req("POST", "/api/v1/namespaces", {"metadata": {"name": "nsl-a", "labels": {KEY: "forged"}}})
+    check("namespaces: create sets kubernetes.io/metadata.name to the name, whatever was sent",
+          r.status == 201 and r.get("metadata", "labels") == {KEY: "nsl-a"}, r)
+    r = c.req("PATCH", "/api/v1/namespaces/nsl-a", {"metadata": {"labels": {KEY: None, "t": "x"}}}, M)
+    check("namespaces: an update cannot remove or change it",
+          r.status == 200 and r.get("metadata", "labels") == {KEY: "nsl-a", "t": "x"}, r)
+    c.req("POST", "/api/v1/namespaces", {"metadata": {"name": "nsl-b"}})
+    r = c.req("GET", "/api/v1/namespaces?labelSelector=t%3Dx")
+    check("namespaces: list by label", r.status == 200 and names(r) == ["nsl-a"], r)
+    r = c.req("GET", "/api/v1/namespaces?labelSelector=" + KEY.replace("/", "%2F") + "%20in%20(nsl-b)")
+    check("namespaces: list by kubernetes.io/metadata.name", r.status == 200 and names(r) == ["nsl-b"], r)
+    rv0 = r.get("metadata", "resourceVersion")
+    w = Watch(S, "/api/v1/namespaces?watch=1&timeoutSeconds=2&labelSelector=t%%3Dx&resourceVersion=%s" % rv0)
+    c.req("PATCH", "/api/v1/namespaces/nsl-b", {"metadata": {"labels": {"t": "x"}}}, M)
+    c.req("PATCH", "/api/v1/namespaces/nsl-a", {"metadata": {"labels": {"t": None}}}, M)
+    c.req("PATCH", "/api/v1/namespaces/nsl-a", {"metadata": {"labels": {"t": "x"}}}, M)
+    w.join(6)
+    evs = [(e[0], e[1]["metadata"]["name"]) for e in w.events if e[0] != "BOOKMARK"]
+    check("namespaces: a watch by label gets ADDED/DELETED as labels come and go",
+          w.status == 200 and evs == [("ADDED", "nsl-b"), ("DELETED", "nsl-a"), ("ADDED", "nsl-a")], evs)
+    c.close()
+
+
 def t_selectors(S):
     c = Client(S)
     for n, l in (("sel-a", {"app": "x", "tier": "fe"}), ("sel-b", {"app": "y", "tier": "be"}),
@@ -1354,6 +1386,7 @@ def main():
         tests = [("files", lambda: t_files(S)), ("tls", lambda: t_tls(S, extra)),
                  ("auth", lambda: t_auth(S)), ("crud", lambda: t_crud(S)),
                  ("generation", lambda: t_generation(S)), ("selectors", lambda: t_selectors(S)),
+                 ("namespaces", lambda: t_namespaces(S)),
                  ("paging", lambda: t_paging(S)), ("patch", lambda: t_patch(S)),
                  ("validation", lambda: t_validation(S)),
                  ("status", lambda: t_status_subresource(S)), ("watch", lambda: t_watch(S)),
