@@ -4,70 +4,17 @@
 # --standalone.
 . "$(dirname "$0")/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
+. "$FB_TOP/tests/applets/nfd-master.lib"
 mpids=""
 trap 'for p in $mpids; do kill -9 $p 2>/dev/null; done; k8s_stop; rm -rf "$W"' EXIT
 
 k8s_start "$W/k8s" --bookmark-interval 0.5 || { fail "test API server starts"; exit 1; }
 S=$K8S_DIR
 NSP=node-feature-discovery
-NFAPI=/apis/nfd.k8s-sigs.io/v1alpha1
 export KUBERNETES_NAMESPACE=$NSP
 for ns in $NSP vendor; do
 	printf '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"%s"}}' $ns | k8s_ctl put /api/v1/namespaces/$ns - >/dev/null
 done
-
-# put_node NAME [LABELS-JSON [ANNOTATIONS-JSON]]
-put_node() {
-	printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"%s","labels":%s,"annotations":%s},"status":{"capacity":{"cpu":"4","pods":"110"},"allocatable":{"cpu":"4","pods":"110"}}}' \
-		"$1" "${2:-{\}}" "${3:-{\}}" | k8s_ctl put /api/v1/nodes/$1 - >/dev/null
-}
-# put_nf NAMESPACE NAME NODE SPEC-JSON
-put_nf() {
-	printf '{"apiVersion":"nfd.k8s-sigs.io/v1alpha1","kind":"NodeFeature","metadata":{"name":"%s","namespace":"%s","labels":{"nfd.node.kubernetes.io/node-name":"%s"}},"spec":%s}' \
-		"$2" "$1" "$3" "$4" | k8s_ctl put $NFAPI/namespaces/$1/nodefeatures/$2 - >/dev/null
-}
-# put_rule NAME RULES-JSON
-put_rule() {
-	printf '{"apiVersion":"nfd.k8s-sigs.io/v1alpha1","kind":"NodeFeatureRule","metadata":{"name":"%s"},"spec":{"rules":%s}}' \
-		"$1" "$2" | k8s_ctl put $NFAPI/nodefeaturerules/$1 - >/dev/null
-}
-# nfd_state NODE: the NFD-relevant part of the node, one "kind key=value" per line, sorted
-nfd_state() {
-	k8s_ctl get /api/v1/nodes/$1 | python3 -c '
-import json, sys
-n = json.load(sys.stdin)
-md = n["metadata"]
-out = []
-for k, v in md.get("labels", {}).items():
-    out.append("label %s=%s" % (k, v))
-for k, v in md.get("annotations", {}).items():
-    out.append("annotation %s=%s" % (k, v))
-for k, v in n.get("status", {}).get("capacity", {}).items():
-    if "/" in k:
-        out.append("capacity %s=%s" % (k, v))
-for t in n.get("spec", {}).get("taints", []):
-    out.append("taint %s=%s:%s" % (t["key"], t.get("value", ""), t["effect"]))
-print("\n".join(sorted(out)))'
-}
-has() { nfd_state "$1" | grep -qxF "$2"; }
-hasnt() { ! nfd_state "$1" | grep -qF "$2"; }
-# start_master NAME ARGS...: runs a master in the background, log in $W/NAME.log
-start_master() {
-	local name=$1
-	shift
-	$FB nfd-master --kubeconfig "${MCONF:-$S/kubeconfig-admin}" --config "$W/none.conf" --port 0 "$@" \
-		>"$W/$name.log" 2>&1 &
-	eval "pid_$name=$!"
-	mpids="$mpids $!"
-}
-stop_master() { # NAME: SIGTERM, must exit 0 within 5 s
-	local p
-	eval "p=\$pid_$1"
-	kill -TERM "$p" 2>/dev/null
-	for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-	wait "$p"
-}
-port_of() { sed -n 's/.*on port \([0-9]*\).*/\1/p' "$W/$1.log" | head -1; }
 
 # The cluster: node1 with two NodeFeatures (ours and a vendor's), node2 with
 # one, labels nobody at NFD set.
