@@ -29,14 +29,40 @@
  *   NodeFeatureRule on one node.
  * - Single-threaded: --nfd-api-parallelism is accepted and ignored; node
  *   updates are one at a time, in small slices between watch events.
- * - restrictions.* other than allowOverwrite, NodeFeatureGroups and feature
- *   gates are not implemented (accepted in the config, logged).
+ * - NodeFeatureGroups are not implemented (see the configuration below).
  * - Lists are paged by 50 unless --informer-page-size says otherwise
  *   (upstream: 200): a page of 10-20 KiB NodeFeatures is about 100 KiB each
  *   once parsed, and the page is the biggest thing the master holds.
  * - --gc-interval is ours (upstream's nfd-gc has -gc-interval).
- * - No --namespaces filter: NodeFeatures of every namespace are read (the
- *   spec's optional list, upstream's restrictions.nodeFeatureNamespaceSelector).
+ * - restrictions.nodeFeatureNamespaceSelector is a labelSelector on the
+ *   Namespace list and watch (the API server matches; upstream lists every
+ *   namespace and matches itself): a namespace that starts or stops matching
+ *   updates the nodes with NodeFeatures in it at once (upstream: at their next
+ *   NodeFeature event or the resync). As upstream, our own namespace counts
+ *   only when selected, and {} selects every namespace. No --namespaces flag.
+ *
+ * Configuration (nfd-master.conf, --options, flags) is implemented, except
+ * what is listed here; what has a security meaning and is not implemented
+ * stops the start with exit 1 naming it, never a warning and a run:
+ * - restrictions.*: all six upstream keys with upstream's semantics:
+ *   disableLabels drops every label (NodeFeatures' and rules'),
+ *   disableAnnotations and disableExtendedResources the rules' annotations
+ *   and extended resources, each after the namespace policy (rejections still
+ *   count) and removing what NFD wrote before; denyNodeFeatureLabels ignores
+ *   the spec.labels of every NodeFeature but the worker's (ours, named after
+ *   the node), whose features rules still match. An unknown restrictions key
+ *   is an error: exit 1.
+ * - --feature-gates: upstream's gates. NodeFeatureAPI=true and the defaults
+ *   are accepted; DisableAutoPrefix=true (unprefixed names written as they
+ *   are: which names are written, owned and removed) is not implemented:
+ *   exit 1. NodeFeatureGroupAPI=true warns and runs: groups only get a
+ *   status, and not writing it grants nothing. Unknown gates, bad values and
+ *   NodeFeatureAPI=false are usage errors (exit 2), as upstream.
+ * - autoDefaultNs (v0.17-v0.18): true is what we do; false (DisableAutoPrefix)
+ *   exit 1.
+ * - nfdApiParallelism / --nfd-api-parallelism: performance only, ignored.
+ * - klog.* other than v: where logs go, ignored (stderr).
+ * - Unknown top-level keys: warned about and ignored (upstream ignores them).
  */
 #include "applets.h"
 
@@ -199,11 +225,16 @@ struct nfr {                   /* one NodeFeatureRule object */
 	int seen, errors_logged;
 };
 
+struct nsel {                  /* a namespace the selector selects */
+	char *name;            /* owned */
+	int seen;
+};
+
 struct master;
 
 struct informer {
 	const char *what;              /* "NodeFeature" */
-	char path[256];                /* collection */
+	char path[1024];               /* collection (and a labelSelector: NS_QUERY_MAX) */
 	int (*apply)(struct master *m, const struct json *obj, int deleted);
 	void (*begin)(struct master *m);
 	void (*end)(struct master *m);
@@ -217,7 +248,10 @@ struct informer {
 	struct master *m;
 };
 
-enum { INF_NFR, INF_NF, INF_NODE, INF_COUNT };
+/* INF_NS only with restrictions.nodeFeatureNamespaceSelector: else synced from the start */
+enum { INF_NFR, INF_NF, INF_NODE, INF_NS, INF_COUNT };
+/* the encoded selector: path + "&limit=N&continue=" + a continue token fits kube's 2 KiB */
+#define NS_QUERY_MAX 900
 
 struct master {
 	struct fb_log log;
@@ -245,6 +279,10 @@ struct master {
 	long long flush_due;           /* loop_now_ms() when flush_timer fires */
 	char **ndyn;                   /* features "@..." values in NodeFeature labels name, sorted */
 	size_t n_ndyn;
+	/* restrictions.*: the node-feature namespace selector is a server-side
+	 * labelSelector on the Namespace list and watch; nss is what it selects */
+	int ns_filter, deny_nf_labels, disable_labels, disable_annotations, disable_ers;
+	struct smap nss;
 };
 
 static int synced(const struct master *m)
@@ -1025,6 +1063,88 @@ static void node_end(struct master *m)
 	}
 }
 
+/* ---- Namespaces: restrictions.nodeFeatureNamespaceSelector -------------- */
+
+/* The API server lists and watches only the namespaces the selector
+ * matches (a namespace whose labels stop matching arrives as DELETED, one
+ * that starts as ADDED), so the set is the selection as it is now. */
+static int ns_selected(const struct master *m, const char *ns)
+{
+	return !m->ns_filter || smap_get(&m->nss, ns) != NULL;
+}
+
+/* Namespace ns came into or went out of the selection: the nodes with
+ * NodeFeatures in it are brought up to date (the first list needs nothing:
+ * every node is updated once everything is listed). */
+static void ns_changed(struct master *m, const char *ns, int selected)
+{
+	if (!m->inf[INF_NS].synced) {
+		LOG_V(&m->log, 1, "namespace %s selected", ns);
+		return;
+	}
+	LOG_I(&m->log, "namespace %s %s by restrictions.nodeFeatureNamespaceSelector: its NodeFeatures %s", ns,
+	      selected ? "selected" : "no longer selected", selected ? "count" : "are ignored");
+	for (size_t i = 0; i < m->nfs.cap; i++) {
+		struct nf *o = m->nfs.s[i].val;
+
+		if (m->nfs.s[i].key && o->node && o->node->exists && strcmp(o->ns, ns) == 0)
+			mark(m, o->node, 0);
+	}
+}
+
+static void ns_drop(struct master *m, struct nsel *e)
+{
+	smap_del(&m->nss, e->name);
+	ns_changed(m, e->name, 0);
+	free(e->name);
+	free(e);
+}
+
+static int ns_apply(struct master *m, const struct json *obj, int deleted)
+{
+	const char *name = json_get_str(json_get(obj, "metadata"), "name", "");
+	struct nsel *e = smap_get(&m->nss, name);
+
+	if (deleted) {
+		if (e)
+			ns_drop(m, e);
+		return 0;
+	}
+	if (e || !*name) {
+		if (e)
+			e->seen = 1;
+		return 0;
+	}
+	if (!(e = calloc(1, sizeof(*e))) || !(e->name = strdup(name)) || smap_put(&m->nss, e->name, e) < 0) {
+		if (e)
+			free(e->name);
+		free(e);
+		return -FB_ENOMEM;
+	}
+	e->seen = 1;
+	ns_changed(m, name, 1);
+	return 0;
+}
+
+static void ns_begin(struct master *m)
+{
+	for (size_t i = 0; i < m->nss.cap; i++)
+		if (m->nss.s[i].key)
+			((struct nsel *)m->nss.s[i].val)->seen = 0;
+}
+
+static void ns_end(struct master *m)
+{
+	for (size_t i = 0; i < m->nss.cap;) {
+		struct nsel *e = m->nss.s[i].val;
+
+		if (m->nss.s[i].key && !e->seen)
+			ns_drop(m, e); /* may shift a later entry into slot i: look again */
+		else
+			i++;
+	}
+}
+
 /* ---- per-node reconciliation -------------------------------------------- */
 
 static int nf_order(const struct master *m, const struct nf *a, const struct nf *b)
@@ -1049,7 +1169,8 @@ static int set_prefixed(struct json *labels, const char *key, const char *value)
 	return json_set_str(labels, full, value);
 }
 
-/* Merges one kept NodeFeature into the node's features and labels. */
+/* Merges one kept NodeFeature into the node's features and labels (labels
+ * NULL: its labels are not used). */
 static int merge_one(struct features *f, struct json *labels, const struct json *kept)
 {
 	const struct json *feats = json_get(kept, "features"), *lab = json_get(kept, "labels");
@@ -1082,6 +1203,8 @@ static int merge_one(struct features *f, struct json *labels, const struct json 
 			}
 		}
 	}
+	if (!labels)
+		return 0;
 	/* a prefixed key wins over the same key unprefixed in one object */
 	for (int pass = 0; pass < 2; pass++)
 		for (const struct json *c = json_child(lab); c; c = json_next(c))
@@ -1131,6 +1254,8 @@ static int desired(struct master *m, struct node *n, struct nl_set *set)
 	if (features_init(&f) < 0 || rules_out_init(&out) < 0 || !(set->labels = json_new_object()))
 		goto out;
 	for (struct nf *o = n->nfs; o; o = o->next) {
+		if (!ns_selected(m, o->ns))
+			continue;
 		if (nv == 64) {
 			LOG_E(&m->log, "node %s: more than 64 NodeFeatures; using the first 64 in merge order", n->name);
 			break;
@@ -1144,8 +1269,10 @@ static int desired(struct master *m, struct node *n, struct nl_set *set)
 	for (size_t i = 0; i < nv; i++) {
 		struct fb_errinfo ei;
 		struct json *kept = v[i]->data ? json_parse(v[i]->data, strlen(v[i]->data), v[i]->key, &ei) : NULL;
+		/* restrictions.denyNodeFeatureLabels: only the worker's object (ours, named after the node) */
+		int third_party = strcmp(v[i]->ns, m->ns) != 0 || strcmp(v[i]->name, n->name) != 0;
 
-		if (!kept || merge_one(&f, set->labels, kept) < 0) {
+		if (!kept || merge_one(&f, m->deny_nf_labels && third_party ? NULL : set->labels, kept) < 0) {
 			json_free(kept);
 			goto out;
 		}
@@ -1177,6 +1304,21 @@ static int desired(struct master *m, struct node *n, struct nl_set *set)
 		metrics_inc(&m->mx, m->m_rej_labels, (double)rej.labels);
 		metrics_inc(&m->mx, m->m_rej_ers, (double)rej.extended_resources);
 		metrics_inc(&m->mx, m->m_rej_taints, (double)rej.taints);
+	}
+	/* restrictions.disable*: after the policy, as upstream (what it rejects is
+	 * still counted); what NFD wrote before is then removed */
+	if (m->disable_labels) {
+		json_free(set->labels);
+		if (!(set->labels = json_new_object()))
+			goto out;
+	}
+	if (m->disable_annotations) {
+		json_free(set->annotations);
+		set->annotations = NULL;
+	}
+	if (m->disable_ers) {
+		json_free(set->extended_resources);
+		set->extended_resources = NULL;
 	}
 	rc = 0;
 out:
@@ -1585,7 +1727,9 @@ static void serve(void *ctx, const char *method, const char *path, struct http_r
 /* ---- configuration ------------------------------------------------------ */
 
 struct mconf {
-	int no_publish, enable_taints, allow_overwrite;
+	int no_publish, enable_taints, allow_overwrite, auto_default_ns;
+	int disable_labels, disable_annotations, disable_ers, deny_nf_labels;
+	char ns_query[NS_QUERY_MAX];       /* restrictions.nodeFeatureNamespaceSelector, encoded */
 	struct json *extra_ns, *deny_ns;   /* borrowed from the parsed tree */
 	const char *whitelist;
 	long long resync_ms, lease_ms, renew_ms, retry_ms;
@@ -1640,6 +1784,60 @@ static int conf_list(const struct json *v, struct json **out, const char *key, s
 		if (!json_str(c))
 			return fb_errinfo_set(ei, FB_EINVAL, 0, key, "list items must be strings");
 	*out = (struct json *)v;
+	return 0;
+}
+
+/* restrictions.*: every upstream key is implemented. One this master does not
+ * know (a newer upstream's, a typo) is an error, never ignored: a restriction
+ * skipped fails open. */
+static int conf_restrictions(struct mconf *c, const struct json *r, struct fb_errinfo *ei)
+{
+	static const char *const known[] = { "allowOverwrite", "disableLabels", "disableAnnotations",
+					     "disableExtendedResources", "denyNodeFeatureLabels",
+					     "nodeFeatureNamespaceSelector" };
+	int *const dst[] = { &c->allow_overwrite, &c->disable_labels, &c->disable_annotations, &c->disable_ers,
+			     &c->deny_nf_labels };
+	char key[128];
+	int rc;
+
+	if (!r || json_type(r) == JSON_NULL)
+		return 0;
+	if (json_type(r) != JSON_OBJECT)
+		return fb_errinfo_set(ei, FB_EINVAL, 0, "restrictions", "not a mapping");
+	for (const struct json *e = json_child(r); e; e = json_next(e)) {
+		size_t i;
+
+		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			if (strcasecmp(json_key(e), known[i]) == 0)
+				break;
+		if (i == sizeof(known) / sizeof(known[0])) {
+			snprintf(key, sizeof(key), "restrictions.%.100s", json_key(e));
+			return fb_errinfo_set(ei, FB_EINVAL, 0, key,
+					      "not implemented: refusing to start (ignoring a restriction would fail open)");
+		}
+	}
+	for (size_t i = 0; i < sizeof(dst) / sizeof(dst[0]); i++) {
+		snprintf(key, sizeof(key), "restrictions.%s", known[i]);
+		if ((rc = conf_bool(ci_get(r, known[i]), dst[i], key, ei)) < 0)
+			return rc;
+	}
+	if (ci_get(r, "nodeFeatureNamespaceSelector")) {
+		struct fb_errinfo sei;
+
+		fb_errinfo_init(&sei);
+		rc = kube_label_selector(ci_get(r, "nodeFeatureNamespaceSelector"), c->ns_query, sizeof(c->ns_query),
+					 &sei);
+		if (rc < 0) {
+			char d[sizeof(ei->detail)];
+
+			if (rc == -FB_E2BIG)
+				snprintf(d, sizeof(d), "longer than %d bytes as an encoded labelSelector",
+					 NS_QUERY_MAX - 1);
+			else
+				snprintf(d, sizeof(d), "%.50s: %.100s", sei.what, sei.detail);
+			return fb_errinfo_set(ei, FB_EINVAL, 0, "restrictions.nodeFeatureNamespaceSelector", d);
+		}
+	}
 	return 0;
 }
 
@@ -1704,12 +1902,16 @@ static int conf_apply(struct mconf *c, const struct json *doc, const char *what,
 		c->klog_v = (long)n;
 		c->have_klog_v = 1;
 	}
-	if ((v = ci_get(doc, "restrictions"))) {
-		if ((rc = conf_bool(ci_get(v, "allowOverwrite"), &c->allow_overwrite, "restrictions.allowOverwrite", ei)) < 0)
-			goto out;
-		for (const struct json *e = json_child(v); e; e = json_next(e))
-			if (strcasecmp(json_key(e), "allowOverwrite") != 0)
-				LOG_W(lg, "%s: restrictions.%s is not supported, ignored", what, json_key(e));
+	if ((rc = conf_restrictions(c, ci_get(doc, "restrictions"), ei)) < 0)
+		goto out;
+	/* v0.17-v0.18: false is DisableAutoPrefix, which is not implemented */
+	if ((rc = conf_bool(ci_get(doc, "autoDefaultNs"), &c->auto_default_ns, "autoDefaultNs", ei)) < 0)
+		goto out;
+	if (!c->auto_default_ns) {
+		rc = fb_errinfo_set(ei, FB_EINVAL, 0, "autoDefaultNs",
+				    "false is not implemented (names always get feature.node.kubernetes.io/): "
+				    "refusing to start");
+		goto out;
 	}
 out:
 	if (rc < 0) {
@@ -1719,6 +1921,77 @@ out:
 		fb_errinfo_set(ei, -rc, 0, what, d);
 	}
 	return rc;
+}
+
+/* ---- feature gates ------------------------------------------------------ */
+
+/* --feature-gates "Name=bool,...", upstream's gates. Returns 0 to run, 1 for
+ * a gate set to what is not implemented and has a meaning for what is
+ * written (exit 1), 2 for a usage error (exit 2). */
+static int check_feature_gates(const char *list, const struct fb_log *lg)
+{
+	char buf[512], *save = NULL;
+
+	if (!list || !*list)
+		return 0;
+	if (snprintf(buf, sizeof(buf), "%s", list) >= (int)sizeof(buf)) {
+		fprintf(stderr, "nfd-master: --feature-gates: too long\n");
+		return 2;
+	}
+	for (char *it = strtok_r(buf, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+		static const char *const yes[] = { "1", "t", "T", "TRUE", "true", "True" };
+		static const char *const no[] = { "0", "f", "F", "FALSE", "false", "False" };
+		char *eq = strchr(it, '='), *k = it, *v, *e;
+		int on = -1;
+
+		if (!eq) {
+			fprintf(stderr, "nfd-master: --feature-gates: missing bool value for %.100s\n", it);
+			return 2;
+		}
+		*eq = '\0';
+		v = eq + 1;
+		while (*k == ' ' || *k == '\t')
+			k++;
+		for (e = k + strlen(k); e > k && (e[-1] == ' ' || e[-1] == '\t'); e--)
+			e[-1] = '\0';
+		while (*v == ' ' || *v == '\t')
+			v++;
+		for (e = v + strlen(v); e > v && (e[-1] == ' ' || e[-1] == '\t'); e--)
+			e[-1] = '\0';
+		for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+			if (strcmp(v, yes[i]) == 0)
+				on = 1;
+			if (strcmp(v, no[i]) == 0)
+				on = 0;
+		}
+		if (on < 0) {
+			fprintf(stderr, "nfd-master: --feature-gates: invalid value of %.100s=%.100s\n", k, v);
+			return 2;
+		}
+		if (strcmp(k, "NodeFeatureAPI") == 0) {
+			if (!on) {
+				fprintf(stderr, "nfd-master: --feature-gates: cannot set NodeFeatureAPI to false, "
+						"it is locked to true\n");
+				return 2;
+			}
+		} else if (strcmp(k, "DisableAutoPrefix") == 0) {
+			/* which names are written, and so owned and removed: no guessing */
+			if (on) {
+				LOG_E(lg, "--feature-gates DisableAutoPrefix=true: not implemented (names always get "
+				      "feature.node.kubernetes.io/); refusing to start");
+				return 1;
+			}
+		} else if (strcmp(k, "NodeFeatureGroupAPI") == 0) {
+			/* only fills in the status of NodeFeatureGroups: leaving it out grants nothing */
+			if (on)
+				LOG_W(lg, "--feature-gates NodeFeatureGroupAPI=true: NodeFeatureGroups are not "
+				      "implemented; their status is not updated");
+		} else {
+			fprintf(stderr, "nfd-master: --feature-gates: unrecognized feature gate: %.100s\n", k);
+			return 2;
+		}
+	}
+	return 0;
 }
 
 /* ---- main --------------------------------------------------------------- */
@@ -1733,7 +2006,7 @@ int nfd_master_main(int argc, char **argv)
 {
 	static const double buckets[] = { 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01 };
 	struct master m;
-	struct mconf c = { .allow_overwrite = 1, .resync_ms = 3600000, .lease_ms = 15000,
+	struct mconf c = { .allow_overwrite = 1, .auto_default_ns = 1, .resync_ms = 3600000, .lease_ms = 15000,
 			   .renew_ms = 10000, .retry_ms = 2000, .page_size = 50 };
 	const char *config = DEFAULT_CONFIG, *options = NULL, *kubeconfig = NULL, *instance = "";
 	const char *whitelist = NULL, *feature_gates = NULL;
@@ -1783,7 +2056,7 @@ int nfd_master_main(int argc, char **argv)
 		{ .lo = "nfd-api-parallelism", .kind = OPT_INT, .dst = &parallelism, .min = 1, .max = 1000,
 		  .arg = "N", .help = "accepted for compatibility (updates are sequential)" },
 		{ .lo = "feature-gates", .kind = OPT_STR, .dst = &feature_gates, .arg = "LIST",
-		  .help = "accepted for compatibility, ignored" },
+		  .help = "upstream's gates at their defaults; NodeFeatureGroupAPI=true warns" },
 		{ .lo = "v", .so = 'v', .kind = OPT_INT, .dst = &verbosity, .seen = &seen_v, .min = 0,
 		  .max = 10, .arg = "N", .help = "log verbosity" },
 	};
@@ -1802,8 +2075,8 @@ int nfd_master_main(int argc, char **argv)
 		return 2;
 	}
 	(void)parallelism;
-	if (feature_gates && *feature_gates)
-		LOG_W(&m.log, "--feature-gates %s: feature gates are not implemented, ignored", feature_gates);
+	if ((rc = check_feature_gates(feature_gates, &m.log)) != 0)
+		return rc;
 	/* defaults < file < --options < flags */
 	fb_errinfo_init(&ei);
 	{
@@ -1851,6 +2124,18 @@ int nfd_master_main(int argc, char **argv)
 	m.pol.n_deny = n_deny;
 	m.pol.enable_taints = taints || c.enable_taints;
 	m.pol.allow_overwrite = c.allow_overwrite;
+	m.disable_labels = c.disable_labels;
+	m.disable_annotations = c.disable_annotations;
+	m.disable_ers = c.disable_ers;
+	m.deny_nf_labels = c.deny_nf_labels;
+	m.ns_filter = c.ns_query[0] != '\0';
+	if (m.disable_labels || m.disable_annotations || m.disable_ers || m.deny_nf_labels || m.ns_filter ||
+	    !c.allow_overwrite)
+		LOG_I(&m.log, "restrictions:%s%s%s%s%s%s%s", m.disable_labels ? " disableLabels" : "",
+		      m.disable_annotations ? " disableAnnotations" : "",
+		      m.disable_ers ? " disableExtendedResources" : "",
+		      m.deny_nf_labels ? " denyNodeFeatureLabels" : "", !c.allow_overwrite ? " allowOverwrite=false" : "",
+		      m.ns_filter ? " NodeFeatures only from the namespaces labelSelector=" : "", c.ns_query);
 	m.pol.may_write = may_write_cb;
 	m.pol.may_write_ctx = &m;
 	if (!whitelist)
@@ -1937,13 +2222,13 @@ int nfd_master_main(int argc, char **argv)
 		LOG_I(&m.log, "serving /healthz, /readyz and /metrics on port %d", http_server_port(m.srv));
 
 	{
-		static const char *const what[INF_COUNT] = { "NodeFeatureRule", "NodeFeature", "Node" };
+		static const char *const what[INF_COUNT] = { "NodeFeatureRule", "NodeFeature", "Node", "Namespace" };
 		static const char *const path[INF_COUNT] = { NF_API "/nodefeaturerules", NF_API "/nodefeatures",
-							     "/api/v1/nodes" };
+							     "/api/v1/nodes", "/api/v1/namespaces" };
 		int (*const apply[INF_COUNT])(struct master *, const struct json *, int) = { nfr_apply, nf_apply,
-											 node_apply };
-		void (*const begin[INF_COUNT])(struct master *) = { nfr_begin, nf_begin, node_begin };
-		void (*const end[INF_COUNT])(struct master *) = { nfr_end, nf_end, node_end };
+											 node_apply, ns_apply };
+		void (*const begin[INF_COUNT])(struct master *) = { nfr_begin, nf_begin, node_begin, ns_begin };
+		void (*const end[INF_COUNT])(struct master *) = { nfr_end, nf_end, node_end, ns_end };
 		unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
 
 		for (int i = 0; i < INF_COUNT; i++) {
@@ -1957,6 +2242,12 @@ int nfd_master_main(int argc, char **argv)
 			in->m = &m;
 			kube_backoff_init(&in->bo, 800, 30000, seed + (unsigned)i);
 		}
+		/* no selector: every namespace counts, none is listed */
+		if (m.ns_filter)
+			snprintf(m.inf[INF_NS].path, sizeof(m.inf[INF_NS].path), "%s?labelSelector=%s",
+				 path[INF_NS], c.ns_query);
+		else
+			m.inf[INF_NS].synced = 1;
 	}
 	if (m.leader_election) {
 		struct lease_opts lo = { .ns = m.ns, .name = "nfd-master.nfd.kubernetes.io", .identity = ident,
@@ -2009,6 +2300,12 @@ out:
 			free(n);
 		}
 	free(m.nodes.s);
+	for (size_t i = 0; i < m.nss.cap; i++)
+		if (m.nss.s[i].key) {
+			free(((struct nsel *)m.nss.s[i].val)->name);
+			free(m.nss.s[i].val);
+		}
+	free(m.nss.s);
 	for (size_t i = 0; i < m.n_nfrs; i++)
 		nfr_free(m.nfrs[i]);
 	free(m.nfrs);

@@ -29,6 +29,9 @@
  * - The custom source runs sources.custom and custom.d (--custom-dir) rules
  *   through the NodeFeatureRule engine (core/rules); upstream's two built-in
  *   legacy rules (rdma.capable, rdma.available) are not included.
+ * - nfd-worker.conf (core/nfdconf): every upstream key is implemented but
+ *   core.klog.* other than v (where logs go: always stderr), accepted and
+ *   ignored as none has a security meaning; unknown keys are warned about.
  */
 #include "applets.h"
 

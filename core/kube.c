@@ -1,6 +1,7 @@
 #include "kube.h"
 
 #include "http.h"
+#include "labels.h"
 #include "sysfs.h"
 #include "tls.h"
 #include "version.h"
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define KUBECONFIG_MAX (4u << 20)
@@ -989,6 +991,151 @@ void kube_own_namespace(const struct kube_config *cfg, char *out, size_t size)
 	else
 		snprintf(out, size, "%s", cfg && cfg->namespace_[0] ? cfg->namespace_ : "default");
 	free(ns);
+}
+
+/* ---- label selectors ---------------------------------------------------- */
+
+struct selbuf {
+	char *p;
+	size_t n, size;
+};
+
+/* Appends s percent-encoded (all but RFC 3986's unreserved characters). */
+static int sel_put(struct selbuf *b, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		int plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			    c == '-' || c == '.' || c == '_' || c == '~';
+
+		if (b->n + (plain ? 1 : 3) >= b->size)
+			return -FB_E2BIG;
+		if (plain) {
+			b->p[b->n++] = (char)c;
+		} else {
+			b->p[b->n++] = '%';
+			b->p[b->n++] = hex[c >> 4];
+			b->p[b->n++] = hex[c & 15];
+		}
+	}
+	b->p[b->n] = '\0';
+	return 0;
+}
+
+/* The member of o named name, ignoring case; 0 when o has members that are
+ * none of names (the NULL-terminated list): *bad names it. */
+static int sel_members_known(const struct json *o, const char *const *names, const char **bad)
+{
+	for (const struct json *c = json_child(o); c; c = json_next(c)) {
+		const char *const *n;
+
+		for (n = names; *n && strcasecmp(*n, json_key(c)) != 0; n++)
+			;
+		if (!*n) {
+			*bad = json_key(c);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static const struct json *sel_get(const struct json *o, const char *name)
+{
+	const struct json *c = json_get(o, name);
+
+	for (const struct json *e = json_child(o); !c && e; e = json_next(e))
+		if (strcasecmp(json_key(e), name) == 0)
+			c = e;
+	return c && json_type(c) != JSON_NULL ? c : NULL;
+}
+
+static int sel_err(struct fb_errinfo *ei, const char *what, const char *fmt, const char *arg)
+{
+	char d[200];
+
+	snprintf(d, sizeof(d), fmt, arg ? arg : "");
+	return fb_errinfo_set(ei, FB_EINVAL, 0, what, d);
+}
+
+int kube_label_selector(const struct json *sel, char *out, size_t size, struct fb_errinfo *ei)
+{
+	static const char *const top[] = { "matchLabels", "matchExpressions", NULL };
+	static const char *const expr[] = { "key", "operator", "values", NULL };
+	static const char *const ops[] = { "In", "NotIn", "Exists", "DoesNotExist" };
+	struct selbuf b = { out, 0, size };
+	const struct json *ml, *me;
+	const char *bad = NULL;
+	char what[64];
+	int rc;
+
+	if (!size)
+		return -FB_E2BIG;
+	out[0] = '\0';
+	if (!sel || json_type(sel) == JSON_NULL)
+		return 0;
+	if (json_type(sel) != JSON_OBJECT)
+		return sel_err(ei, "selector", "not a mapping (matchLabels, matchExpressions)", NULL);
+	if (!sel_members_known(sel, top, &bad))
+		return sel_err(ei, "selector", "unknown member %.60s (matchLabels, matchExpressions)", bad);
+	if ((ml = sel_get(sel, "matchLabels")) && json_type(ml) != JSON_OBJECT)
+		return sel_err(ei, "matchLabels", "not a mapping of label keys to values", NULL);
+	for (const struct json *c = json_child(ml); c; c = json_next(c)) {
+		if (!labels_valid_key(json_key(c)))
+			return sel_err(ei, "matchLabels", "%.100s: not a label key", json_key(c));
+		if (!json_str(c) || !labels_valid_value(json_str(c), strlen(json_str(c))))
+			return sel_err(ei, "matchLabels", "%.100s: the value is no label value (a string: quote it)",
+				       json_key(c));
+		if ((b.n && (rc = sel_put(&b, ",")) < 0) || (rc = sel_put(&b, json_key(c))) < 0 ||
+		    (rc = sel_put(&b, "=")) < 0 || (rc = sel_put(&b, json_str(c))) < 0)
+			return rc;
+	}
+	if ((me = sel_get(sel, "matchExpressions")) && json_type(me) != JSON_ARRAY)
+		return sel_err(ei, "matchExpressions", "not a list", NULL);
+	for (size_t i = 0; i < json_count(me); i++) {
+		const struct json *e = json_at(me, i), *vals;
+		const char *key, *op;
+		size_t k, nv;
+
+		snprintf(what, sizeof(what), "matchExpressions[%zu]", i);
+		if (json_type(e) != JSON_OBJECT)
+			return sel_err(ei, what, "not a mapping (key, operator, values)", NULL);
+		if (!sel_members_known(e, expr, &bad))
+			return sel_err(ei, what, "unknown member %.60s (key, operator, values)", bad);
+		key = json_str(sel_get(e, "key"));
+		op = json_str(sel_get(e, "operator"));
+		vals = sel_get(e, "values");
+		if (!key || !labels_valid_key(key))
+			return sel_err(ei, what, "key %.100s: not a label key", key ? key : "(missing)");
+		for (k = 0; op && k < sizeof(ops) / sizeof(ops[0]) && strcmp(op, ops[k]) != 0; k++)
+			;
+		if (!op || k == sizeof(ops) / sizeof(ops[0]))
+			return sel_err(ei, what, "operator %.60s: not In, NotIn, Exists or DoesNotExist",
+				       op ? op : "(missing)");
+		if (vals && json_type(vals) != JSON_ARRAY)
+			return sel_err(ei, what, "values: not a list", NULL);
+		nv = json_count(vals);
+		if (k < 2 && !nv)
+			return sel_err(ei, what, "%s needs values", op);
+		if (k >= 2 && nv)
+			return sel_err(ei, what, "%s takes no values", op);
+		if ((b.n && (rc = sel_put(&b, ",")) < 0) || (k == 3 && (rc = sel_put(&b, "!")) < 0) ||
+		    (rc = sel_put(&b, key)) < 0 || (k < 2 && (rc = sel_put(&b, k ? " notin (" : " in (")) < 0))
+			return rc;
+		for (size_t j = 0; j < nv; j++) {
+			const char *v = json_str(json_at(vals, j));
+
+			if (!v || !labels_valid_value(v, strlen(v)))
+				return sel_err(ei, what, "values: %.100s: no label value (a string: quote it)",
+					       v ? v : "(not a string)");
+			if ((j && (rc = sel_put(&b, ",")) < 0) || (rc = sel_put(&b, v)) < 0)
+				return rc;
+		}
+		if (k < 2 && (rc = sel_put(&b, ")")) < 0)
+			return rc;
+	}
+	return (int)b.n;
 }
 
 void kube_json_pointer_escape(const char *in, char *out, size_t size)

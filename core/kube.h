@@ -195,6 +195,16 @@ long long kube_watch_last_ms(const struct kube_watch *w);
 /* Stops (if running) and frees; safe with NULL. */
 void kube_watch_free(struct kube_watch *w);
 
+/* A metav1.LabelSelector (sel, parsed; member names matched ignoring case,
+ * as encoding/json does) as a labelSelector query value, percent-encoded,
+ * into out: "" when it selects everything (NULL, null or {}). Checked as
+ * apimachinery's LabelSelectorAsSelector does: keys must be label keys and
+ * values label values; In and NotIn need values, Exists and DoesNotExist
+ * take none; any other member or operator is an error, never skipped.
+ * Returns the length, -FB_EINVAL (ei: what names the member, detail the
+ * problem) or -FB_E2BIG (longer than size - 1). */
+int kube_label_selector(const struct json *sel, char *out, size_t size, struct fb_errinfo *ei);
+
 /* Escapes a label key for a JSON Pointer ("/" -> "~1", "~" -> "~0"). */
 void kube_json_pointer_escape(const char *in, char *out, size_t size);
 

@@ -75,6 +75,7 @@ EXPECTED = {
         ([""], ["nodes"], ["get", "patch"]),
         ([""], ["nodes/status"], ["patch"]))),
     ("ClusterRole", "featurebox-nfd-master"): ("nfd-master", rules(
+        ([""], ["namespaces"], ["watch", "list"]),
         ([""], ["nodes"], ["get", "list", "watch", "patch"]),
         ([""], ["nodes/status"], ["patch"]),
         (["nfd.k8s-sigs.io"], ["nodefeatures"], ["get", "list", "watch", "delete"]),

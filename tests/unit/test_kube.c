@@ -116,6 +116,73 @@ static int on_ev(void *ctx, const char *type, struct json *obj)
 	return 0;
 }
 
+
+/* metav1.LabelSelector -> labelSelector query value (restrictions.nodeFeatureNamespaceSelector) */
+static const struct {
+	const char *name, *json;
+	int rc;
+	const char *want; /* the value, or a piece of the error */
+} sels[] = {
+	{ "selector: null selects everything", "null", 0, "" },
+	{ "selector: {} selects everything", "{}", 0, "" },
+	{ "selector: matchLabels", "{\"matchLabels\":{\"a.io/b\":\"x\",\"c\":\"\"}}", 0, "a.io%2Fb%3Dx%2Cc%3D" },
+	{ "selector: every operator, names ignoring case",
+	  "{\"MatchExpressions\":[{\"key\":\"k\",\"operator\":\"In\",\"values\":[\"a\",\"b\"]},"
+	  "{\"Key\":\"k2\",\"operator\":\"NotIn\",\"values\":[\"c\"]},{\"key\":\"e\",\"operator\":\"Exists\"},"
+	  "{\"key\":\"d\",\"operator\":\"DoesNotExist\",\"values\":[]}]}", 0,
+	  "k%20in%20%28a%2Cb%29%2Ck2%20notin%20%28c%29%2Ce%2C%21d" },
+	{ "selector: matchLabels and matchExpressions together",
+	  "{\"matchLabels\":{\"a\":\"1\"},\"matchExpressions\":[{\"key\":\"b\",\"operator\":\"Exists\"}]}", 0,
+	  "a%3D1%2Cb" },
+	{ "selector: unknown member", "{\"matchFields\":{}}", -FB_EINVAL, "unknown member matchFields" },
+	{ "selector: unknown operator", "{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"Gt\",\"values\":[\"1\"]}]}",
+	  -FB_EINVAL, "operator Gt" },
+	{ "selector: operators are case-sensitive", "{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"in\",\"values\":[\"1\"]}]}",
+	  -FB_EINVAL, "operator in" },
+	{ "selector: In without values", "{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"In\"}]}", -FB_EINVAL,
+	  "In needs values" },
+	{ "selector: Exists with values", "{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"Exists\",\"values\":[\"x\"]}]}",
+	  -FB_EINVAL, "Exists takes no values" },
+	{ "selector: a value that would change the selector", "{\"matchLabels\":{\"a\":\"x,b!=c\"}}", -FB_EINVAL,
+	  "no label value" },
+	{ "selector: a key that is no label key", "{\"matchExpressions\":[{\"key\":\"a b\",\"operator\":\"Exists\"}]}",
+	  -FB_EINVAL, "not a label key" },
+	{ "selector: a non-string value", "{\"matchLabels\":{\"a\":1}}", -FB_EINVAL, "quote it" },
+	{ "selector: not a mapping", "[]", -FB_EINVAL, "not a mapping" },
+	{ "selector: member unknown in an expression", "{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"Exists\",\"op\":1}]}",
+	  -FB_EINVAL, "matchExpressions[0]" },
+};
+
+static void test_selectors(void)
+{
+	char out[128], msg[400];
+	struct fb_errinfo ei;
+
+	for (size_t i = 0; i < sizeof(sels) / sizeof(sels[0]); i++) {
+		struct json *j = json_parse(sels[i].json, strlen(sels[i].json), "sel", &ei);
+		int rc;
+
+		fb_errinfo_init(&ei);
+		rc = kube_label_selector(j, out, sizeof(out), &ei);
+		if (sels[i].rc >= 0) {
+			T_OK(sels[i].name, rc == (int)strlen(sels[i].want) && !strcmp(out, sels[i].want), "rc=%d out=%s", rc, out);
+		} else {
+			fb_errinfo_str(&ei, msg, sizeof(msg));
+			T_OK(sels[i].name, rc == sels[i].rc && strstr(msg, sels[i].want), "rc=%d msg=%s", rc, msg);
+		}
+		json_free(j);
+	}
+	{
+		const char *big = "{\"matchLabels\":{\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\":"
+				  "\"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\","
+				  "\"c\":\"d\"}}";
+		struct json *j = json_parse(big, strlen(big), "sel", &ei);
+
+		T_INT("selector: longer than the buffer -> E2BIG", kube_label_selector(j, out, 100, &ei), -FB_E2BIG);
+		json_free(j);
+	}
+}
+
 int main(void)
 {
 	struct kube_opts o;
@@ -281,5 +348,6 @@ int main(void)
 	snprintf(msg, sizeof(msg), "rm -rf '%s'", dir);
 	if (system(msg) != 0)
 		return 2;
+	test_selectors();
 	return t_done();
 }
