@@ -262,6 +262,9 @@ assert b"bad\\x1b]0;pwned\\x07key" in err, err[:2000]
 lines = [l for l in err.split(b"\n") if b"kkkkkkkk" in l]
 assert lines and all(len(l) < 300 for l in lines), [len(l) for l in lines]
 assert all(b"..." in l for l in lines), lines
+import re
+shown = max(len(m) for l in lines for m in re.findall(rb"k+", l))
+assert shown <= 80, "%d bytes of the name shown" % shown
 PY
 
 # 6. Memory is bounded by the largest file, not the sum, and the number of
