@@ -55,7 +55,6 @@
 #include "../core/version.h"
 #include "../core/yaml.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -495,53 +494,74 @@ static void custom_run(struct worker *w, const struct json *list, const char *wh
 }
 
 /* custom.d: every non-hidden file, sorted, and those one directory down (a
- * ConfigMap mounted as a subdirectory), each a YAML list of rules. */
-static void custom_dir(struct worker *w, const char *dir, int depth, struct features *f,
+ * ConfigMap mounted as a subdirectory), each a YAML list of rules. Others
+ * may write there: what is inside is opened beneath custom.d
+ * (hostfs_open_beneath), so a symlink out of it is skipped with a warning
+ * while a ConfigMap's "..data" links work; at most CUSTOM_MAX_FILES entries
+ * per directory. sub is "" or the subdirectory, relative to root. */
+#define CUSTOM_MAX_FILES FEATFILE_MAX_FILES
+static void custom_dir(struct worker *w, int root, const char *sub, struct features *f,
 		       struct rules_out *out)
 {
-	struct dirent **ents = NULL;
-	int n = scandir(dir, &ents, NULL, alphasort);
-	char path[1024], msg[1300];
+	char **names = NULL, rel[1024], path[1300], msg[1300], esc[300];
+	size_t n = 0, total = 0;
+	int fd = hostfs_open_beneath(root, sub, O_RDONLY | O_DIRECTORY, NULL, 0);
 
-	if (n < 0) {
-		if (errno != ENOENT || depth == 0)
-			LOG_V(&w->log, 1, "custom: %s: %s", dir, strerror(errno));
+	if (fd < 0 || hostfs_list(fd, CUSTOM_MAX_FILES, &names, &n, &total) < 0) {
+		LOG_E(&w->log, "custom: %s/%s: %s", w->custom_dir, sub, fd < 0 ? fb_strerror(fd) : strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return;
 	}
-	for (int i = 0; i < n; i++) {
+	close(fd);
+	if (total > n)
+		LOG_W(&w->log, "custom: %zu files in %s/%s, reading the first %d by name (the cap)", total,
+		      w->custom_dir, sub, CUSTOM_MAX_FILES);
+	for (size_t i = 0; i < n; i++) {
 		struct stat st;
+		char *text = NULL;
+		ssize_t len;
+		struct fb_errinfo ei;
+		struct json *doc = NULL;
 
-		if (ents[i]->d_name[0] == '.' ||
-		    snprintf(path, sizeof(path), "%s/%s", dir, ents[i]->d_name) >= (int)sizeof(path) ||
-		    stat(path, &st) < 0)
+		if (snprintf(rel, sizeof(rel), "%s%s%s", sub, *sub ? "/" : "", names[i]) >= (int)sizeof(rel))
 			continue;
-		if (S_ISDIR(st.st_mode)) {
-			if (depth == 0)
-				custom_dir(w, path, 1, f, out);
-		} else if (S_ISREG(st.st_mode)) {
-			char *text = NULL;
-			ssize_t len = sysfs_read_alloc(AT_FDCWD, path, 1 << 20, &text);
-			struct fb_errinfo ei;
-			struct json *doc = NULL;
-
-			fb_errinfo_init(&ei);
-			if (len < 0)
-				LOG_E(&w->log, "custom: %s: %s", path, fb_strerror((int)len));
-			else if (!(doc = yaml_parse(text, (size_t)len, path, &ei)))
-				LOG_E(&w->log, "custom: %s (file skipped)", fb_errinfo_str(&ei, msg, sizeof(msg)));
-			else if (json_type(doc) != JSON_ARRAY && json_type(doc) != JSON_NULL)
-				LOG_E(&w->log, "custom: %s: not a list of rules (file skipped)", path);
-			else if (json_type(doc) == JSON_ARRAY)
-				custom_run(w, doc, path, f, out);
-			json_free(doc);
-			free(text);
+		snprintf(path, sizeof(path), "%s/%s", w->custom_dir, log_escape(rel, strlen(rel), esc, sizeof(esc)));
+		fd = hostfs_open_beneath(root, rel, O_RDONLY | O_NONBLOCK, NULL, 0);
+		if (fd < 0) {
+			if (fd != -FB_ENOENT) /* gone meanwhile, or a dangling link: nothing */
+				LOG_W(&w->log, "custom: skipping %s: %s", path, fb_strerror(fd));
+			continue;
 		}
-		free(ents[i]);
-		ents[i] = NULL;
+		if (fstat(fd, &st) < 0) {
+			close(fd);
+			continue;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			close(fd);
+			if (!*sub)
+				custom_dir(w, root, rel, f, out);
+			continue;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			close(fd);
+			continue;
+		}
+		len = sysfs_read_fd_alloc(fd, 1 << 20, &text);
+		close(fd);
+		fb_errinfo_init(&ei);
+		if (len < 0)
+			LOG_E(&w->log, "custom: %s: %s", path, fb_strerror((int)len));
+		else if (!(doc = yaml_parse(text, (size_t)len, path, &ei)))
+			LOG_E(&w->log, "custom: %s (file skipped)", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		else if (json_type(doc) != JSON_ARRAY && json_type(doc) != JSON_NULL)
+			LOG_E(&w->log, "custom: %s: not a list of rules (file skipped)", path);
+		else if (json_type(doc) == JSON_ARRAY)
+			custom_run(w, doc, path, f, out);
+		json_free(doc);
+		free(text);
 	}
-	for (int i = 0; i < n; i++)
-		free(ents[i]);
-	free(ents);
+	hostfs_names_free(names, n);
 }
 
 /* Runs sources.custom, then custom.d, into labels (unprefixed: the master
@@ -549,6 +569,7 @@ static void custom_dir(struct worker *w, const char *dir, int depth, struct feat
 static void custom_labels(struct worker *w, struct features *f, struct json *labels)
 {
 	struct rules_out out;
+	int root;
 
 	if (rules_out_init(&out) < 0) {
 		LOG_E(&w->log, "custom: out of memory");
@@ -556,7 +577,13 @@ static void custom_labels(struct worker *w, struct features *f, struct json *lab
 	}
 	if (w->cfg.custom)
 		custom_run(w, w->cfg.custom, "sources.custom", f, &out);
-	custom_dir(w, w->custom_dir, 0, f, &out);
+	root = open(w->custom_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* the admin names it */
+	if (root >= 0) {
+		custom_dir(w, root, "", f, &out);
+		close(root);
+	} else {
+		LOG_V(&w->log, 1, "custom: %s: %s", w->custom_dir, strerror(errno));
+	}
 	for (const struct json *e = json_child(out.labels); e; e = json_next(e))
 		json_set_str(labels, json_key(e), json_str(e));
 	json_remove(json_get(f->root, "attributes"), "rule.matched");

@@ -6,7 +6,6 @@
 #include "log.h"
 #include "sysfs.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -691,11 +690,6 @@ int featfile_parse(const char *buf, size_t len, const char *name, const struct f
 	return rc;
 }
 
-static int name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Drops file "file"'s repeated keys (its last operation on a key is all
  * that counts) and moves the text its operations point to out of the file's
  * buffers, ops[from..] and bufs[kb..], into one exact-size copy, so a pass
@@ -747,72 +741,21 @@ static int ctx_compact(struct ff_ctx *c, size_t from, size_t kb)
 	return rc;
 }
 
-/* Lists the visible names of dir in *names, sorted, the first
- * FEATFILE_MAX_FILES of them at most; *total is how many there were. Holds
- * at most twice the cap while listing, however big the directory. */
-static int list_names(DIR *d, char ***names, size_t *n, size_t *total)
-{
-	struct dirent *de;
-	char **v = malloc(2 * FEATFILE_MAX_FILES * sizeof(*v));
-	size_t k = 0;
-
-	*names = NULL;
-	*n = *total = 0;
-	if (!v)
-		return -FB_ENOMEM;
-	errno = 0;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue; /* hidden, "." and ".." */
-		++*total;
-		if (k == 2 * FEATFILE_MAX_FILES) { /* keep the first ones by name */
-			qsort(v, k, sizeof(*v), name_cmp);
-			while (k > FEATFILE_MAX_FILES)
-				free(v[--k]);
-		}
-		if (!(v[k] = strdup(de->d_name))) {
-			while (k)
-				free(v[--k]);
-			free(v);
-			return -FB_ENOMEM;
-		}
-		k++;
-		errno = 0;
-	}
-	if (errno) {
-		int e = errno;
-
-		while (k)
-			free(v[--k]);
-		free(v);
-		errno = e;
-		return -FB_EIO;
-	}
-	if (k)
-		qsort(v, k, sizeof(*v), name_cmp);
-	while (k > FEATFILE_MAX_FILES)
-		free(v[--k]);
-	*names = v;
-	*n = k;
-	return 0;
-}
-
 int featfile_read_dir(const char *dir, const struct featfile_time *now, const struct fb_log *lg,
 		      struct json **labels, struct json **features, struct fb_errinfo *ei)
 {
 	struct ff_ctx c;
-	DIR *d;
 	char **names = NULL, e1[300];
 	size_t n = 0, total = 0;
-	int rc = 0;
+	int rc = 0, dfd;
 
 	*labels = *features = NULL;
-	d = opendir(dir);
-	if (!d)
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
 		return fb_errinfo_set(ei, errno == ENOENT || errno == ENOTDIR ? FB_ENOENT : FB_EIO, errno,
 				      dir, "opening the features directory");
 	ctx_init(&c, now, lg);
-	rc = list_names(d, &names, &n, &total);
+	rc = hostfs_list(dfd, FEATFILE_MAX_FILES, &names, &n, &total);
 	if (rc == -FB_EIO) {
 		rc = fb_errinfo_set(ei, FB_EIO, errno, dir, "listing the features directory");
 		goto out;
@@ -829,7 +772,7 @@ int featfile_read_dir(const char *dir, const struct featfile_time *now, const st
 		char *buf;
 		ssize_t len;
 		struct stat st;
-		int fd = hostfs_open_beneath(dirfd(d), names[i], O_RDONLY | O_NONBLOCK, NULL, 0);
+		int fd = hostfs_open_beneath(dfd, names[i], O_RDONLY | O_NONBLOCK, NULL, 0);
 
 		if (fd == -FB_EOUTSIDE) {
 			LOG_W(lg, "features.d: skipping %s/%s: %s", dir, en, fb_strerror(fd));
@@ -876,10 +819,8 @@ int featfile_read_dir(const char *dir, const struct featfile_time *now, const st
 	rc = ctx_finish(&c, labels, features);
 out:
 	ctx_free(&c);
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	closedir(d);
+	hostfs_names_free(names, n);
+	close(dfd);
 	if (rc == -FB_ENOMEM)
 		fb_errinfo_set(ei, FB_ENOMEM, 0, dir, NULL);
 	return rc;

@@ -2,10 +2,12 @@
 
 #include "err.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -234,4 +236,72 @@ int hostfs_open_beneath(int dirfd, const char *rel, int flags, char *path, size_
 		return -FB_E2BIG;
 	}
 	return rc;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void hostfs_names_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int hostfs_list(int fd, size_t max, char ***names, size_t *n, size_t *total)
+{
+	struct dirent *de;
+	char **v = NULL;
+	size_t k = 0;
+	int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0), e;
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+
+	*names = NULL;
+	*n = *total = 0;
+	if (!d) {
+		e = errno;
+		if (dfd >= 0)
+			close(dfd);
+		errno = e;
+		return -FB_EIO;
+	}
+	rewinddir(d); /* the dup shares its offset with fd */
+	if (max == 0 || !(v = malloc(2 * max * sizeof(*v)))) {
+		closedir(d);
+		return max == 0 ? 0 : -FB_ENOMEM;
+	}
+	errno = 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue; /* hidden, "." and ".." */
+		++*total;
+		if (k == 2 * max) { /* keep the first ones by name */
+			qsort(v, k, sizeof(*v), name_cmp);
+			while (k > max)
+				free(v[--k]);
+		}
+		if (!(v[k] = strdup(de->d_name))) {
+			hostfs_names_free(v, k);
+			closedir(d);
+			return -FB_ENOMEM;
+		}
+		k++;
+		errno = 0;
+	}
+	e = errno;
+	closedir(d);
+	if (e) {
+		hostfs_names_free(v, k);
+		errno = e;
+		return -FB_EIO;
+	}
+	if (k)
+		qsort(v, k, sizeof(*v), name_cmp);
+	while (k > max)
+		free(v[--k]);
+	*names = v;
+	*n = k;
+	return 0;
 }

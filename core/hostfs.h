@@ -66,4 +66,12 @@ int hostfs_open(const struct hostfs *h, const char *rel, int flags);
  * (errno set). */
 int hostfs_open_beneath(int dirfd, const char *rel, int flags, char *path, size_t size);
 
+/* Lists the visible names (not starting with '.') of the directory open as
+ * fd (not closed; O_RDONLY, not O_PATH), sorted by strcmp, the first max of
+ * them; *total is how many there were. At most 2 * max names are held while
+ * listing, however big the directory. Returns 0 with *names a new array of
+ * *n new strings (hostfs_names_free), or -FB_ENOMEM, -FB_EIO (errno set). */
+int hostfs_list(int fd, size_t max, char ***names, size_t *n, size_t *total);
+void hostfs_names_free(char **names, size_t n);
+
 #endif
