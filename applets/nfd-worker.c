@@ -78,6 +78,7 @@ static const char usage[] =
 #define DEFAULT_HOOKS_DIR "/etc/kubernetes/node-feature-discovery/source.d"
 #define DEFAULT_CUSTOM_DIR "/etc/kubernetes/node-feature-discovery/custom.d"
 #define DRIFT_MS (600 * 1000LL) /* re-check the server's copy: someone may have deleted it */
+#define LOCAL_MIN_MS 1000LL /* features.d changes are read at most once a second */
 
 /* The one-shot paths end the process right after: handing every page of a
  * large feature tree back to the kernel only costs munmap calls (busybox's
@@ -128,6 +129,9 @@ struct worker {
 	int publish_pending;
 	int watch_fd;                  /* inotify on features.d, -1 */
 	int retry_timer, debounce_timer;
+	long long local_at;            /* when a features.d change was last read */
+	struct json *base_features;    /* the built-in sources' result of the last */
+	struct json *base_labels;      /* full pass, owned (a daemon's only) */
 	struct kube_backoff bo;
 	int ok;                        /* first publish done */
 };
@@ -590,8 +594,12 @@ static void custom_labels(struct worker *w, struct features *f, struct json *lab
 	rules_out_free(&out);
 }
 
-/* One full pass: every enabled source into a new spec {features, labels}. */
-static struct json *discover(struct worker *w)
+/* A pass: every enabled source into a new spec {features, labels}. With
+ * full 0 (a features.d change) only the local and custom sources run, over
+ * the built-in sources' result of the last full pass (as upstream, which
+ * re-discovers only the local source on a features.d event); the discovery
+ * histogram counts full passes only, as upstream's. */
+static struct json *discover(struct worker *w, int full)
 {
 	struct features f, scratch;
 	struct json *labels = json_new_object(), *spec = NULL, *local_labels = json_new_object();
@@ -614,6 +622,25 @@ static struct json *discover(struct worker *w)
 	}
 #define FEAT(src) (enabled(w->feat_mask, src) ? &f : &scratch)
 #define LAB(src) (enabled(w->label_mask & w->feat_mask, src) ? labels : NULL)
+	if (!full && w->base_features && w->base_labels) {
+		struct json *bf = json_dup(w->base_features), *bl = json_dup(w->base_labels);
+
+		if (!bf || !bl) {
+			json_free(bf);
+			json_free(bl);
+			features_free(&f);
+			features_free(&scratch);
+			json_free(labels);
+			json_free(local_labels);
+			return NULL;
+		}
+		features_free(&f);
+		f.root = bf;
+		json_free(labels);
+		labels = bl;
+		goto local;
+	}
+	full = 1;
 	if (enabled(any, SRC_CPU))
 		nfdsrc_cpu(&w->h, &w->src, FEAT(SRC_CPU), LAB(SRC_CPU), &w->log);
 	if (enabled(any, SRC_KERNEL))
@@ -648,6 +675,13 @@ static struct json *discover(struct worker *w)
 			nfdsrc_usb(&w->src, &ul, FEAT(SRC_USB), LAB(SRC_USB), &w->log);
 		usb_list_free(&ul);
 	}
+	if (w->l) { /* a daemon: keep them for the passes features.d changes cause */
+		json_free(w->base_features);
+		json_free(w->base_labels);
+		w->base_features = json_dup(f.root);
+		w->base_labels = json_dup(labels);
+	}
+local:
 	/* local last: it overrides the built-ins (upstream priority 20) */
 	if (enabled(any, SRC_LOCAL)) {
 		struct json *ll = NULL, *lf = NULL;
@@ -721,8 +755,9 @@ static struct json *discover(struct worker *w)
 	features_free(&f);
 	features_free(&scratch);
 	json_free(labels);
-	metrics_observe(&w->m, w->m_duration, (double)(loop_now_ms() - t0) / 1000.0);
-	LOG_V(&w->log, 1, "discovery took %lld ms", loop_now_ms() - t0);
+	if (full)
+		metrics_observe(&w->m, w->m_duration, (double)(loop_now_ms() - t0) / 1000.0);
+	LOG_V(&w->log, 1, "%s took %lld ms", full ? "discovery" : "local source", loop_now_ms() - t0);
 	return spec;
 }
 
@@ -757,9 +792,9 @@ static void on_retry(void *ctx)
 	try_publish(w, 1);
 }
 
-static void pass(struct worker *w)
+static void pass(struct worker *w, int full)
 {
-	struct json *spec = discover(w);
+	struct json *spec = discover(w, full);
 
 	if (!spec) {
 		LOG_E(&w->log, "out of memory during discovery");
@@ -775,7 +810,7 @@ static void on_sleep(void *ctx)
 {
 	struct worker *w = ctx;
 
-	pass(w);
+	pass(w, 1);
 	if (w->cfg.core.sleep_interval_ms > 0)
 		loop_timer(w->l, w->cfg.core.sleep_interval_ms, on_sleep, w);
 }
@@ -796,7 +831,8 @@ static void on_debounced(void *ctx)
 	struct worker *w = ctx;
 
 	w->debounce_timer = 0;
-	pass(w);
+	w->local_at = loop_now_ms();
+	pass(w, 0);
 }
 
 static void on_inotify(void *ctx, int fd, short revents)
@@ -810,8 +846,15 @@ static void on_inotify(void *ctx, int fd, short revents)
 		close(fd);
 		w->watch_fd = -1;
 	}
-	if (what != 0 && !w->debounce_timer) /* a burst of writes: one pass */
-		w->debounce_timer = loop_timer(w->l, 100, on_debounced, w);
+	/* A burst of writes is one pass, 100 ms after the first; a file
+	 * rewritten without pause is read (and published) once a second, the
+	 * rate upstream's notifier allows, with the last change always read:
+	 * events while a pass is pending join it. */
+	if (what != 0 && !w->debounce_timer) {
+		long long wait = w->local_at + LOCAL_MIN_MS - loop_now_ms();
+
+		w->debounce_timer = loop_timer(w->l, wait > 100 ? wait : 100, on_debounced, w);
+	}
 }
 
 /* (Re)opens the inotify watch; a missing directory is tried again later. */
@@ -833,7 +876,7 @@ static void on_rewatch(void *ctx)
 	if (w->watch_fd < 0) {
 		watch_features(w);
 		if (w->watch_fd >= 0)
-			pass(w); /* it appeared: read it now */
+			pass(w, 0); /* it appeared: read it now */
 	}
 	loop_timer(w->l, 5000, on_rewatch, w);
 }
@@ -1041,7 +1084,7 @@ int nfd_worker_main(int argc, char **argv)
 				 "NodeFeature publishes that failed and were retried");
 
 	if (w.cfg.core.no_publish) {
-		struct json *spec2 = discover(&w), *obj;
+		struct json *spec2 = discover(&w, 1), *obj;
 
 		if (!spec2)
 			goto out;
@@ -1103,7 +1146,7 @@ int nfd_worker_main(int argc, char **argv)
 	if (oneshot) {
 		if (!w.standalone)
 			make_owner_refs(&w);
-		w.spec = discover(&w);
+		w.spec = discover(&w, 1);
 		ret = w.spec && (w.standalone ? apply_standalone(&w, w.spec, 1) : publish(&w, w.spec, 0)) == 0 ? 0 : 1;
 		goto out;
 	}
@@ -1120,6 +1163,8 @@ out:
 		close(w.watch_fd);
 	http_server_free(w.srv);
 	json_free(w.spec);
+	json_free(w.base_features);
+	json_free(w.base_labels);
 	json_free(w.published);
 	json_free(w.applied);
 	json_free(w.server);
