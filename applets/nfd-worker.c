@@ -29,6 +29,22 @@
  * - The custom source runs sources.custom and custom.d (--custom-dir) rules
  *   through the NodeFeatureRule engine (core/rules); upstream's two built-in
  *   legacy rules (rdma.capable, rdma.available) are not included.
+ * - features.d, custom.d and source.d are written by others (other
+ *   containers, tools, local users): a symlink in them is followed only while
+ *   it stays inside the directory (hostfs_open_beneath; ConfigMap "..data"
+ *   links work, a link to the service account token is skipped with a
+ *   warning); a features.d key that could be no feature name is dropped.
+ * - features.d: at most FEATFILE_MAX_FILES (1,024) files are read, the first
+ *   by name, with a warning giving the count (a hundred times what
+ *   deployments use, one file per tool or ConfigMap key; it bounds a pass at
+ *   64 MiB read); memory is bounded by the largest file, not the sum (each
+ *   file is parsed and dropped before the next; 2 MiB kept at most). custom.d:
+ *   1,024 entries per directory.
+ * - A features.d change re-runs the local source and the custom rules (which
+ *   may match local features; upstream leaves them stale until the next
+ *   full pass) over the built-in sources' last full result, at most once a
+ *   second (upstream's notifier rate) and never dropping the last change
+ *   (upstream drops events inside its one-second window).
  */
 #include "applets.h"
 
