@@ -528,7 +528,8 @@ static void custom_dir(struct worker *w, int root, const char *sub, struct featu
 	int fd = hostfs_open_beneath(root, sub, O_RDONLY | O_DIRECTORY, NULL, 0);
 
 	if (fd < 0 || hostfs_list(fd, CUSTOM_MAX_FILES, &names, &n, &total) < 0) {
-		LOG_E(&w->log, "custom: %s/%s: %s", w->custom_dir, sub, fd < 0 ? fb_strerror(fd) : strerror(errno));
+		LOG_E(&w->log, "custom: %s/%s: %s", w->custom_dir, log_escape(sub, strlen(sub), esc, sizeof(esc)),
+		      fd < 0 ? fb_strerror(fd) : strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return;
@@ -536,7 +537,7 @@ static void custom_dir(struct worker *w, int root, const char *sub, struct featu
 	close(fd);
 	if (total > n)
 		LOG_W(&w->log, "custom: %zu files in %s/%s, reading the first %d by name (the cap)", total,
-		      w->custom_dir, sub, CUSTOM_MAX_FILES);
+		      w->custom_dir, log_escape(sub, strlen(sub), esc, sizeof(esc)), CUSTOM_MAX_FILES);
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
 		char *text = NULL;
