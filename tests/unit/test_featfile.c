@@ -490,6 +490,27 @@ static void test_dir(const struct featfile_time *now)
 	json_free(l);
 	json_free(f);
 
+	/* what the files keep together is capped: files of distinct keys fill it */
+	snprintf(q, sizeof(q), "%s/full", top);
+	mkdir(q, 0755);
+	for (int i = 0; i < 6; i++) { /* about 425 KB kept each */
+		char n[16];
+		size_t len = 0;
+
+		while (len + 16 < FEATFILE_MAX_SIZE)
+			len += (size_t)snprintf(big + len, 17, "f%d.k%07zu=1\n", i, len);
+		snprintf(n, sizeof(n), "%d", i);
+		put(q, n, big, len);
+	}
+	log_reset();
+	rc = featfile_read_dir(q, now, &lg, &l, &f, &ei);
+	log_text();
+	T_OK("dir: a file past FEATFILE_MAX_KEPT is skipped with an error naming it",
+	     rc == 0 && json_count(l) > 0 && strstr(logbuf, "/full/4: the files before it already hold") &&
+	     !strstr(logbuf, "/full/0:"), "rc=%d log: %.300s", rc, logbuf);
+	json_free(l);
+	json_free(f);
+
 	/* an empty directory */
 	snprintf(q, sizeof(q), "%s/empty", top);
 	mkdir(q, 0755);
