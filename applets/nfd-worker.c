@@ -32,6 +32,22 @@
  * - nfd-worker.conf (core/nfdconf): every upstream key is implemented but
  *   core.klog.* other than v (where logs go: always stderr), accepted and
  *   ignored as none has a security meaning; unknown keys are warned about.
+ * - features.d, custom.d and source.d are written by others (other
+ *   containers, tools, local users): a symlink in them is followed only while
+ *   it stays inside the directory (hostfs_open_beneath; ConfigMap "..data"
+ *   links work, a link to the service account token is skipped with a
+ *   warning); a features.d key that could be no feature name is dropped.
+ * - features.d: at most FEATFILE_MAX_FILES (1,024) files are read, the first
+ *   by name, with a warning giving the count (a hundred times what
+ *   deployments use, one file per tool or ConfigMap key; it bounds a pass at
+ *   64 MiB read); memory is bounded by the largest file, not the sum (each
+ *   file is parsed and dropped before the next; 2 MiB kept at most). custom.d:
+ *   1,024 entries per directory.
+ * - A features.d change re-runs the local source and the custom rules (which
+ *   may match local features; upstream leaves them stale until the next
+ *   full pass) over the built-in sources' last full result, at most once a
+ *   second (upstream's notifier rate) and never dropping the last change
+ *   (upstream drops events inside its one-second window).
  */
 #include "applets.h"
 
@@ -58,7 +74,6 @@
 #include "../core/version.h"
 #include "../core/yaml.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -82,6 +97,7 @@ static const char usage[] =
 #define DEFAULT_HOOKS_DIR "/etc/kubernetes/node-feature-discovery/source.d"
 #define DEFAULT_CUSTOM_DIR "/etc/kubernetes/node-feature-discovery/custom.d"
 #define DRIFT_MS (600 * 1000LL) /* re-check the server's copy: someone may have deleted it */
+#define LOCAL_MIN_MS 1000LL /* features.d changes are read at most once a second */
 
 /* The one-shot paths end the process right after: handing every page of a
  * large feature tree back to the kernel only costs munmap calls (busybox's
@@ -132,6 +148,9 @@ struct worker {
 	int publish_pending;
 	int watch_fd;                  /* inotify on features.d, -1 */
 	int retry_timer, debounce_timer;
+	long long local_at;            /* when a features.d change was last read */
+	struct json *base_features;    /* the built-in sources' result of the last */
+	struct json *base_labels;      /* full pass, owned (a daemon's only) */
 	struct kube_backoff bo;
 	int ok;                        /* first publish done */
 };
@@ -498,53 +517,75 @@ static void custom_run(struct worker *w, const struct json *list, const char *wh
 }
 
 /* custom.d: every non-hidden file, sorted, and those one directory down (a
- * ConfigMap mounted as a subdirectory), each a YAML list of rules. */
-static void custom_dir(struct worker *w, const char *dir, int depth, struct features *f,
+ * ConfigMap mounted as a subdirectory), each a YAML list of rules. Others
+ * may write there: what is inside is opened beneath custom.d
+ * (hostfs_open_beneath), so a symlink out of it is skipped with a warning
+ * while a ConfigMap's "..data" links work; at most CUSTOM_MAX_FILES entries
+ * per directory. sub is "" or the subdirectory, relative to root. */
+#define CUSTOM_MAX_FILES FEATFILE_MAX_FILES
+static void custom_dir(struct worker *w, int root, const char *sub, struct features *f,
 		       struct rules_out *out)
 {
-	struct dirent **ents = NULL;
-	int n = scandir(dir, &ents, NULL, alphasort);
-	char path[1024], msg[1300];
+	char **names = NULL, rel[1024], path[1300], msg[1300], esc[300];
+	size_t n = 0, total = 0;
+	int fd = hostfs_open_beneath(root, sub, O_RDONLY | O_DIRECTORY, NULL, 0);
 
-	if (n < 0) {
-		if (errno != ENOENT || depth == 0)
-			LOG_V(&w->log, 1, "custom: %s: %s", dir, strerror(errno));
+	if (fd < 0 || hostfs_list(fd, CUSTOM_MAX_FILES, &names, &n, &total) < 0) {
+		LOG_E(&w->log, "custom: %s/%s: %s", w->custom_dir, log_escape(sub, strlen(sub), esc, sizeof(esc)),
+		      fd < 0 ? fb_strerror(fd) : strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return;
 	}
-	for (int i = 0; i < n; i++) {
+	close(fd);
+	if (total > n)
+		LOG_W(&w->log, "custom: %zu files in %s/%s, reading the first %d by name (the cap)", total,
+		      w->custom_dir, log_escape(sub, strlen(sub), esc, sizeof(esc)), CUSTOM_MAX_FILES);
+	for (size_t i = 0; i < n; i++) {
 		struct stat st;
+		char *text = NULL;
+		ssize_t len;
+		struct fb_errinfo ei;
+		struct json *doc = NULL;
 
-		if (ents[i]->d_name[0] == '.' ||
-		    snprintf(path, sizeof(path), "%s/%s", dir, ents[i]->d_name) >= (int)sizeof(path) ||
-		    stat(path, &st) < 0)
+		if (snprintf(rel, sizeof(rel), "%s%s%s", sub, *sub ? "/" : "", names[i]) >= (int)sizeof(rel))
 			continue;
-		if (S_ISDIR(st.st_mode)) {
-			if (depth == 0)
-				custom_dir(w, path, 1, f, out);
-		} else if (S_ISREG(st.st_mode)) {
-			char *text = NULL;
-			ssize_t len = sysfs_read_alloc(AT_FDCWD, path, 1 << 20, &text);
-			struct fb_errinfo ei;
-			struct json *doc = NULL;
-
-			fb_errinfo_init(&ei);
-			if (len < 0)
-				LOG_E(&w->log, "custom: %s: %s", path, fb_strerror((int)len));
-			else if (!(doc = yaml_parse(text, (size_t)len, path, &ei)))
-				LOG_E(&w->log, "custom: %s (file skipped)", fb_errinfo_str(&ei, msg, sizeof(msg)));
-			else if (json_type(doc) != JSON_ARRAY && json_type(doc) != JSON_NULL)
-				LOG_E(&w->log, "custom: %s: not a list of rules (file skipped)", path);
-			else if (json_type(doc) == JSON_ARRAY)
-				custom_run(w, doc, path, f, out);
-			json_free(doc);
-			free(text);
+		snprintf(path, sizeof(path), "%s/%s", w->custom_dir, log_escape(rel, strlen(rel), esc, sizeof(esc)));
+		fd = hostfs_open_beneath(root, rel, O_RDONLY | O_NONBLOCK, NULL, 0);
+		if (fd < 0) {
+			if (fd != -FB_ENOENT) /* gone meanwhile, or a dangling link: nothing */
+				LOG_W(&w->log, "custom: skipping %s: %s", path, fb_strerror(fd));
+			continue;
 		}
-		free(ents[i]);
-		ents[i] = NULL;
+		if (fstat(fd, &st) < 0) {
+			close(fd);
+			continue;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			close(fd);
+			if (!*sub)
+				custom_dir(w, root, rel, f, out);
+			continue;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			close(fd);
+			continue;
+		}
+		len = sysfs_read_fd_alloc(fd, 1 << 20, &text);
+		close(fd);
+		fb_errinfo_init(&ei);
+		if (len < 0)
+			LOG_E(&w->log, "custom: %s: %s", path, fb_strerror((int)len));
+		else if (!(doc = yaml_parse(text, (size_t)len, path, &ei)))
+			LOG_E(&w->log, "custom: %s (file skipped)", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		else if (json_type(doc) != JSON_ARRAY && json_type(doc) != JSON_NULL)
+			LOG_E(&w->log, "custom: %s: not a list of rules (file skipped)", path);
+		else if (json_type(doc) == JSON_ARRAY)
+			custom_run(w, doc, path, f, out);
+		json_free(doc);
+		free(text);
 	}
-	for (int i = 0; i < n; i++)
-		free(ents[i]);
-	free(ents);
+	hostfs_names_free(names, n);
 }
 
 /* Runs sources.custom, then custom.d, into labels (unprefixed: the master
@@ -552,6 +593,7 @@ static void custom_dir(struct worker *w, const char *dir, int depth, struct feat
 static void custom_labels(struct worker *w, struct features *f, struct json *labels)
 {
 	struct rules_out out;
+	int root;
 
 	if (rules_out_init(&out) < 0) {
 		LOG_E(&w->log, "custom: out of memory");
@@ -559,15 +601,25 @@ static void custom_labels(struct worker *w, struct features *f, struct json *lab
 	}
 	if (w->cfg.custom)
 		custom_run(w, w->cfg.custom, "sources.custom", f, &out);
-	custom_dir(w, w->custom_dir, 0, f, &out);
+	root = open(w->custom_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* the admin names it */
+	if (root >= 0) {
+		custom_dir(w, root, "", f, &out);
+		close(root);
+	} else {
+		LOG_V(&w->log, 1, "custom: %s: %s", w->custom_dir, strerror(errno));
+	}
 	for (const struct json *e = json_child(out.labels); e; e = json_next(e))
 		json_set_str(labels, json_key(e), json_str(e));
 	json_remove(json_get(f->root, "attributes"), "rule.matched");
 	rules_out_free(&out);
 }
 
-/* One full pass: every enabled source into a new spec {features, labels}. */
-static struct json *discover(struct worker *w)
+/* A pass: every enabled source into a new spec {features, labels}. With
+ * full 0 (a features.d change) only the local and custom sources run, over
+ * the built-in sources' result of the last full pass (as upstream, which
+ * re-discovers only the local source on a features.d event); the discovery
+ * histogram counts full passes only, as upstream's. */
+static struct json *discover(struct worker *w, int full)
 {
 	struct features f, scratch;
 	struct json *labels = json_new_object(), *spec = NULL, *local_labels = json_new_object();
@@ -590,6 +642,25 @@ static struct json *discover(struct worker *w)
 	}
 #define FEAT(src) (enabled(w->feat_mask, src) ? &f : &scratch)
 #define LAB(src) (enabled(w->label_mask & w->feat_mask, src) ? labels : NULL)
+	if (!full && w->base_features && w->base_labels) {
+		struct json *bf = json_dup(w->base_features), *bl = json_dup(w->base_labels);
+
+		if (!bf || !bl) {
+			json_free(bf);
+			json_free(bl);
+			features_free(&f);
+			features_free(&scratch);
+			json_free(labels);
+			json_free(local_labels);
+			return NULL;
+		}
+		features_free(&f);
+		f.root = bf;
+		json_free(labels);
+		labels = bl;
+		goto local;
+	}
+	full = 1;
 	if (enabled(any, SRC_CPU))
 		nfdsrc_cpu(&w->h, &w->src, FEAT(SRC_CPU), LAB(SRC_CPU), &w->log);
 	if (enabled(any, SRC_KERNEL))
@@ -624,6 +695,13 @@ static struct json *discover(struct worker *w)
 			nfdsrc_usb(&w->src, &ul, FEAT(SRC_USB), LAB(SRC_USB), &w->log);
 		usb_list_free(&ul);
 	}
+	if (w->l) { /* a daemon: keep them for the passes features.d changes cause */
+		json_free(w->base_features);
+		json_free(w->base_labels);
+		w->base_features = json_dup(f.root);
+		w->base_labels = json_dup(labels);
+	}
+local:
 	/* local last: it overrides the built-ins (upstream priority 20) */
 	if (enabled(any, SRC_LOCAL)) {
 		struct json *ll = NULL, *lf = NULL;
@@ -697,8 +775,9 @@ static struct json *discover(struct worker *w)
 	features_free(&f);
 	features_free(&scratch);
 	json_free(labels);
-	metrics_observe(&w->m, w->m_duration, (double)(loop_now_ms() - t0) / 1000.0);
-	LOG_V(&w->log, 1, "discovery took %lld ms", loop_now_ms() - t0);
+	if (full)
+		metrics_observe(&w->m, w->m_duration, (double)(loop_now_ms() - t0) / 1000.0);
+	LOG_V(&w->log, 1, "%s took %lld ms", full ? "discovery" : "local source", loop_now_ms() - t0);
 	return spec;
 }
 
@@ -733,9 +812,9 @@ static void on_retry(void *ctx)
 	try_publish(w, 1);
 }
 
-static void pass(struct worker *w)
+static void pass(struct worker *w, int full)
 {
-	struct json *spec = discover(w);
+	struct json *spec = discover(w, full);
 
 	if (!spec) {
 		LOG_E(&w->log, "out of memory during discovery");
@@ -751,7 +830,7 @@ static void on_sleep(void *ctx)
 {
 	struct worker *w = ctx;
 
-	pass(w);
+	pass(w, 1);
 	if (w->cfg.core.sleep_interval_ms > 0)
 		loop_timer(w->l, w->cfg.core.sleep_interval_ms, on_sleep, w);
 }
@@ -772,7 +851,8 @@ static void on_debounced(void *ctx)
 	struct worker *w = ctx;
 
 	w->debounce_timer = 0;
-	pass(w);
+	w->local_at = loop_now_ms();
+	pass(w, 0);
 }
 
 static void on_inotify(void *ctx, int fd, short revents)
@@ -786,8 +866,15 @@ static void on_inotify(void *ctx, int fd, short revents)
 		close(fd);
 		w->watch_fd = -1;
 	}
-	if (what != 0 && !w->debounce_timer) /* a burst of writes: one pass */
-		w->debounce_timer = loop_timer(w->l, 100, on_debounced, w);
+	/* A burst of writes is one pass, 100 ms after the first; a file
+	 * rewritten without pause is read (and published) once a second, the
+	 * rate upstream's notifier allows, with the last change always read:
+	 * events while a pass is pending join it. */
+	if (what != 0 && !w->debounce_timer) {
+		long long wait = w->local_at + LOCAL_MIN_MS - loop_now_ms();
+
+		w->debounce_timer = loop_timer(w->l, wait > 100 ? wait : 100, on_debounced, w);
+	}
 }
 
 /* (Re)opens the inotify watch; a missing directory is tried again later. */
@@ -809,7 +896,7 @@ static void on_rewatch(void *ctx)
 	if (w->watch_fd < 0) {
 		watch_features(w);
 		if (w->watch_fd >= 0)
-			pass(w); /* it appeared: read it now */
+			pass(w, 0); /* it appeared: read it now */
 	}
 	loop_timer(w->l, 5000, on_rewatch, w);
 }
@@ -1017,7 +1104,7 @@ int nfd_worker_main(int argc, char **argv)
 				 "NodeFeature publishes that failed and were retried");
 
 	if (w.cfg.core.no_publish) {
-		struct json *spec2 = discover(&w), *obj;
+		struct json *spec2 = discover(&w, 1), *obj;
 
 		if (!spec2)
 			goto out;
@@ -1079,7 +1166,7 @@ int nfd_worker_main(int argc, char **argv)
 	if (oneshot) {
 		if (!w.standalone)
 			make_owner_refs(&w);
-		w.spec = discover(&w);
+		w.spec = discover(&w, 1);
 		ret = w.spec && (w.standalone ? apply_standalone(&w, w.spec, 1) : publish(&w, w.spec, 0)) == 0 ? 0 : 1;
 		goto out;
 	}
@@ -1096,6 +1183,8 @@ out:
 		close(w.watch_fd);
 	http_server_free(w.srv);
 	json_free(w.spec);
+	json_free(w.base_features);
+	json_free(w.base_labels);
 	json_free(w.published);
 	json_free(w.applied);
 	json_free(w.server);

@@ -20,6 +20,7 @@ static const char *const fb_errtab[FB_ERR_COUNT] = {
 	[FB_ECLOSED] = "connection closed by peer",
 	[FB_EPROTO] = "protocol error",
 	[FB_ECANCELED] = "canceled",
+	[FB_EOUTSIDE] = "symlink leads outside the directory",
 };
 
 const char *fb_strerror(int code)

@@ -22,6 +22,7 @@ enum fb_err {
 	FB_ECLOSED,    /* the peer closed the connection */
 	FB_EPROTO,     /* the peer broke the protocol (bad HTTP, bad watch frame) */
 	FB_ECANCELED,  /* stopped by a signal (SIGTERM) or by the caller */
+	FB_EOUTSIDE,   /* a path or symlink leads out of the directory it must stay in */
 	FB_ERR_COUNT
 };
 

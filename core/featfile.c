@@ -1,11 +1,11 @@
 #include "featfile.h"
 
+#include "hostfs.h"
 #include "json.h"
 #include "labels.h"
 #include "log.h"
 #include "sysfs.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -329,6 +329,7 @@ struct ff_ctx {
 	size_t nbufs, bsize;
 	const char **names; /* borrowed, per file index, for log lines */
 	uint32_t seq;
+	size_t kept; /* bytes the compacted files hold (read_dir) */
 	struct featfile_time now;
 	const struct fb_log *lg;
 };
@@ -376,6 +377,10 @@ static void ctx_free(struct ff_ctx *c)
 	free(c->ops);
 }
 
+/* How much of a text from a file a log line shows: enough to find the
+ * line, not a secret's worth of a file that should never have been read. */
+#define SHOW 80
+
 /* "name line N" prefix pieces, escaped */
 static const char *esc(const char *s, size_t len, char *out, size_t size)
 {
@@ -387,7 +392,7 @@ static void directive(struct ff_ctx *c, const char *line, size_t len, const char
 {
 	const char *d = line + 3, *eq = memchr(d, '=', len - 3);
 	size_t klen = eq ? (size_t)(eq - d) : len - 3;
-	char e1[128], e2[160];
+	char e1[SHOW], e2[SHOW];
 
 	if (klen == 11 && memcmp(d, "expiry-time", 11) == 0) {
 		const char *v = eq ? eq + 1 : NULL;
@@ -417,13 +422,26 @@ static void directive(struct ff_ctx *c, const char *line, size_t len, const char
 	}
 }
 
+/* A feature name is what could be a label key: 1 to FEATFILE_KEY_MAX bytes,
+ * no control characters. Upstream takes any text; a line of a secret file
+ * (a token is one long line) or of binary junk is no feature. */
+static int feature_key_ok(const char *k, size_t len)
+{
+	if (len == 0 || len > FEATFILE_KEY_MAX)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)k[i] < 0x20 || k[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
 /* Parses one file's text (valid UTF-8 from here on, kept alive by c) into
  * operations. */
 static int parse_into(struct ff_ctx *c, uint32_t file, const char *buf, size_t len)
 {
 	struct featfile_time expiry = c->now;
 	int skip_label = 0, skip_feature = 0, lineno = 0, rc;
-	char name[256], e1[160];
+	char name[256], e1[SHOW];
 
 	if (len == 0)
 		return 0;
@@ -450,6 +468,9 @@ static int parse_into(struct ff_ctx *c, uint32_t file, const char *buf, size_t l
 		vlen = eq ? n - klen - 1 : 4;
 		if (memchr(line, '\0', n)) {
 			LOG_E(c->lg, "features.d file %s line %d: NUL byte, line ignored", name, lineno);
+		} else if (!feature_key_ok(line, klen)) {
+			LOG_E(c->lg, "features.d file %s line %d: ignoring line with invalid feature name "
+			      "\"%s\" (%zu bytes)", name, lineno, esc(line, klen, e1, sizeof(e1)), klen);
 		} else {
 			rc = ctx_op(c, file, MAP_FEATURES, !skip_feature, line, klen, val, vlen);
 			if (rc < 0)
@@ -585,7 +606,7 @@ static int ctx_finish(struct ff_ctx *c, struct json **labels, struct json **feat
 {
 	struct sbuf b[2] = { { 0 }, { 0 } };
 	struct json **out[2] = { labels, features };
-	char e1[128], e2[96], n1[128], n2[128];
+	char e1[SHOW], e2[SHOW], n1[128], n2[128];
 	int rc = 0;
 
 	*labels = *features = NULL;
@@ -669,70 +690,107 @@ int featfile_parse(const char *buf, size_t len, const char *name, const struct f
 	return rc;
 }
 
-static int name_cmp(const void *a, const void *b)
+/* Drops file "file"'s repeated keys (its last operation on a key is all
+ * that counts) and moves the text its operations point to out of the file's
+ * buffers, ops[from..] and bufs[kb..], into one exact-size copy, so a pass
+ * holds what the files say, not the files: comments and repeats cost
+ * nothing after their file is parsed. Returns 0, -FB_E2BIG (over
+ * FEATFILE_MAX_KEPT: the file's operations are dropped) or -FB_ENOMEM. */
+static int ctx_compact(struct ff_ctx *c, size_t from, size_t kb)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	size_t k = from, bytes = 0;
+	char *store = NULL, *q;
+	int rc = 0;
+
+	if (c->nops > from)
+		qsort(c->ops + from, c->nops - from, sizeof(*c->ops), op_cmp);
+	for (size_t i = from; i < c->nops; i++)
+		if (i + 1 == c->nops || !same_key(&c->ops[i], &c->ops[i + 1])) {
+			c->ops[k++] = c->ops[i];
+			bytes += c->ops[i].klen + c->ops[i].vlen;
+		}
+	c->nops = k;
+	if (c->kept + bytes + (k - from) * sizeof(*c->ops) > FEATFILE_MAX_KEPT) {
+		c->nops = from;
+		rc = -FB_E2BIG;
+	} else if (k > from) {
+		if (!(store = malloc(bytes + 1))) {
+			rc = -FB_ENOMEM;
+		} else {
+			q = store;
+			for (size_t i = from; i < k; i++) {
+				struct ff_op *o = &c->ops[i];
+
+				memcpy(q, o->key, o->klen);
+				o->key = q;
+				q += o->klen;
+				memcpy(q, o->val, o->vlen);
+				o->val = q;
+				q += o->vlen;
+			}
+			c->kept += bytes + (k - from) * sizeof(*c->ops);
+		}
+	}
+	for (size_t i = kb; i < c->nbufs; i++)
+		free(c->bufs[i]);
+	c->nbufs = kb;
+	if (store && ctx_keep(c, store) < 0) { /* cannot fail: a slot was just freed */
+		free(store);
+		rc = -FB_ENOMEM;
+	}
+	return rc;
 }
 
 int featfile_read_dir(const char *dir, const struct featfile_time *now, const struct fb_log *lg,
 		      struct json **labels, struct json **features, struct fb_errinfo *ei)
 {
 	struct ff_ctx c;
-	DIR *d;
-	struct dirent *de;
 	char **names = NULL, e1[300];
-	size_t n = 0, size = 0;
-	int rc = 0;
+	size_t n = 0, total = 0;
+	int rc = 0, dfd;
 
 	*labels = *features = NULL;
-	d = opendir(dir);
-	if (!d)
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
 		return fb_errinfo_set(ei, errno == ENOENT || errno == ENOTDIR ? FB_ENOENT : FB_EIO, errno,
 				      dir, "opening the features directory");
 	ctx_init(&c, now, lg);
-	errno = 0;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue; /* hidden, "." and ".." */
-		if (n == size) {
-			size_t ns = size ? size * 2 : 16;
-			char **nn = realloc(names, ns * sizeof(*nn));
-
-			if (!nn) {
-				rc = -FB_ENOMEM;
-				goto out;
-			}
-			names = nn;
-			size = ns;
-		}
-		if (!(names[n] = strdup(de->d_name))) {
-			rc = -FB_ENOMEM;
-			goto out;
-		}
-		n++;
-		errno = 0;
-	}
-	if (errno) {
+	rc = hostfs_list(dfd, FEATFILE_MAX_FILES, &names, &n, &total);
+	if (rc == -FB_EIO) {
 		rc = fb_errinfo_set(ei, FB_EIO, errno, dir, "listing the features directory");
 		goto out;
 	}
-	if (n)
-		qsort(names, n, sizeof(*names), name_cmp);
+	if (rc < 0)
+		goto out;
+	if (total > n)
+		LOG_W(lg, "features.d: %zu files in %s, reading the first %d by name (the cap); %zu skipped",
+		      total, esc(dir, strlen(dir), e1, sizeof(e1)), FEATFILE_MAX_FILES, total - n);
 	c.names = (const char **)names;
 	for (size_t i = 0; i < n; i++) {
 		const char *en = esc(names[i], strlen(names[i]), e1, sizeof(e1));
-		struct stat st;
+		size_t from = c.nops, kb = c.nbufs;
 		char *buf;
 		ssize_t len;
+		struct stat st;
+		int fd = hostfs_open_beneath(dfd, names[i], O_RDONLY | O_NONBLOCK, NULL, 0);
 
-		if (fstatat(dirfd(d), names[i], &st, 0) < 0) {
-			LOG_E(lg, "features.d: skipping %s/%s: stat: %s", dir, en, strerror(errno));
+		if (fd == -FB_EOUTSIDE) {
+			LOG_W(lg, "features.d: skipping %s/%s: %s", dir, en, fb_strerror(fd));
 			continue;
 		}
-		if (!S_ISREG(st.st_mode))
+		if (fd == -FB_ENOENT) /* gone meanwhile, or a dangling link: nothing */
+			continue;
+		if (fd < 0) {
+			LOG_E(lg, "features.d: skipping %s/%s: %s%s%s", dir, en, fb_strerror(fd),
+			      fd == -FB_EIO ? ": " : "", fd == -FB_EIO ? strerror(errno) : "");
+			continue;
+		}
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			close(fd);
 			continue; /* upstream: no lines, no error */
-		len = st.st_size > FEATFILE_MAX_SIZE ? -FB_E2BIG :
-			sysfs_read_alloc(dirfd(d), names[i], FEATFILE_MAX_SIZE + 1, &buf);
+		}
+		len = st.st_size > FEATFILE_MAX_SIZE ? -FB_E2BIG : sysfs_read_fd_alloc(fd, FEATFILE_MAX_SIZE + 1, &buf);
+		close(fd);
 		if (len == -FB_ENOMEM) {
 			rc = -FB_ENOMEM;
 			goto out;
@@ -748,16 +806,21 @@ int featfile_read_dir(const char *dir, const struct featfile_time *now, const st
 			continue;
 		}
 		rc = ctx_file(&c, (uint32_t)i, buf, (size_t)len, 1);
+		if (rc == 0)
+			rc = ctx_compact(&c, from, kb);
+		if (rc == -FB_E2BIG) {
+			LOG_E(lg, "features.d: skipping %s/%s: the files before it already hold %zu bytes of "
+			      "features, the most features.d may add (%d)", dir, en, c.kept, FEATFILE_MAX_KEPT);
+			rc = 0;
+		}
 		if (rc < 0)
 			goto out;
 	}
 	rc = ctx_finish(&c, labels, features);
 out:
 	ctx_free(&c);
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	closedir(d);
+	hostfs_names_free(names, n);
+	close(dfd);
 	if (rc == -FB_ENOMEM)
 		fb_errinfo_set(ei, FB_ENOMEM, 0, dir, NULL);
 	return rc;

@@ -5,9 +5,9 @@
  * the directory.
  *
  * Reading mirrors upstream's local source (source/local/local.go, v0.19):
- * every non-hidden entry of the directory, sorted by name; symlinks are
- * followed; entries that are not regular files give nothing; a file over
- * FEATFILE_MAX_SIZE bytes is skipped with an error naming it. Per file, lines
+ * every non-hidden entry of the directory, sorted by name; entries that are
+ * not regular files give nothing; a file over FEATFILE_MAX_SIZE bytes is
+ * skipped with an error naming it. Per file, lines
  * are split on '\n' and trimmed of white space (Go's strings.TrimSpace, so
  * "\r", NBSP and the other Unicode spaces too); empty lines are skipped.
  * A line starting with '#' is a comment unless it starts with the exact
@@ -34,7 +34,23 @@
  * an error; a key that is not a valid Kubernetes label key never enters the
  * label set (logged once per line, "ignoring label with invalid name", the
  * text upstream's worker logs when it drops it later); overrides between
- * files are logged at -v 2 instead of at every pass. */
+ * files are logged at -v 2 instead of at every pass.
+ *
+ * Deviations for files other users write (features.d is shared with other
+ * containers and tools on the node; upstream follows every symlink and
+ * reads every file at once):
+ * - a symlink is followed only while it stays inside the directory
+ *   (hostfs_open_beneath: ConfigMap volumes' "..data" links work; a link to
+ *   the service account token is skipped with a warning naming it);
+ * - a key line whose key is no possible feature name (empty, longer than
+ *   FEATFILE_KEY_MAX, or holding control characters) is dropped whole with
+ *   an error; log lines show at most 80 bytes of a file's text, escaped;
+ * - at most FEATFILE_MAX_FILES files are read (the first by name), with a
+ *   warning giving the count;
+ * - memory is bounded by the largest file, not the sum: each file is read,
+ *   parsed and dropped before the next, keeping only its last word on each
+ *   key, and the files together keep at most FEATFILE_MAX_KEPT bytes (a
+ *   file that would pass it is skipped with an error). */
 #ifndef FB_FEATFILE_H
 #define FB_FEATFILE_H
 
@@ -46,6 +62,17 @@ struct fb_log;
 struct json;
 
 #define FEATFILE_MAX_SIZE 65536 /* upstream MaxFeatureFileSize: larger files are skipped */
+/* The longest feature name: the longest label key (a 253-byte prefix, '/',
+ * a 63-byte name). */
+#define FEATFILE_KEY_MAX 317
+/* Files read per pass. Deployments have one file per tool or ConfigMap key,
+ * a handful; 1,024 is a hundred times that, and bounds a pass at 1,024 opens
+ * and 64 MiB read, the name list at 2,048 names while listing. */
+#define FEATFILE_MAX_FILES 1024
+/* What the files together may keep after parsing (key and value bytes plus
+ * about 40 bytes per entry): the API server refuses a NodeFeature over
+ * 1.5 MiB, so more could never be published. */
+#define FEATFILE_MAX_KEPT (2 * 1024 * 1024)
 
 /* Writes data[0..len) to path, creating missing parent directories (0755).
  * The file gets mode 0644. A reader sees the old or the new contents, never a
@@ -77,8 +104,10 @@ int featfile_parse(const char *buf, size_t len, const char *name, const struct f
 		   const struct fb_log *lg, struct json **labels, struct json **features);
 
 /* Reads every feature file of dir (a plain path: features.d is not under
- * the host prefix, as upstream) as of now (NULL: the current time) and merges
- * them, later names overriding earlier ones. Returns 0 with two new objects
+ * the host prefix, as upstream; the admin names it, so it may itself be a
+ * symlink; what is inside is opened with hostfs_open_beneath) as of now
+ * (NULL: the current time) and merges them, later names overriding earlier
+ * ones. Returns 0 with two new objects
  * as featfile_parse, or a negative code with both NULL: -FB_ENOENT (no such
  * directory: upstream treats that as "no local features"), -FB_EIO (cannot
  * list it; errno in ei), -FB_ENOMEM. A file that cannot be read or is too

@@ -2,6 +2,7 @@
 
 #include "err.h"
 #include "featfile.h"
+#include "hostfs.h"
 #include "json.h"
 #include "log.h"
 #include "loop.h"
@@ -203,12 +204,23 @@ int hooks_run_dir(const char *dir, int timeout_ms, int cancel_fd, const struct f
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
 		struct json *l = NULL, *f = NULL;
-		char *out;
+		char *out, rel[PATH_MAX], esc[300];
 		size_t len;
+		int fd;
 
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & 0111))
+		/* which file: one beneath dir, a symlink only if it stays inside */
+		fd = hostfs_open_beneath(dirfd(d), names[i], O_PATH, rel, sizeof(rel));
+		if (fd == -FB_EOUTSIDE)
+			LOG_W(lg, "hook %s: skipped: %s", log_escape(names[i], strlen(names[i]), esc, sizeof(esc)),
+			      fb_strerror(fd));
+		if (fd < 0)
 			continue;
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & 0111) ||
+		    snprintf(path, sizeof(path), "%s/%s", dir, rel) >= (int)sizeof(path)) {
+			close(fd);
+			continue;
+		}
+		close(fd);
 		if (run_one(path, names[i], timeout_ms, cancel_fd, lg, &out, &len) < 0)
 			continue;
 		if (featfile_parse(out, len, names[i], NULL, lg, &l, &f) < 0 ||

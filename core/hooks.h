@@ -11,7 +11,8 @@ struct json;
 #define HOOKS_TIMEOUT_MS 10000
 
 /* Runs every executable regular file of dir (sorted by name, hidden files
- * skipped) directly, without a shell, one at a time, with an empty signal
+ * skipped; a symlink only when it stays inside dir, see hostfs_open_beneath,
+ * else skipped with a warning) directly, without a shell, one at a time, with an empty signal
  * mask and default dispositions, stdin from /dev/null. A hook gets
  * timeout_ms (then SIGKILL); its stdout, at most 64 KiB, is parsed as a
  * feature file (featfile_parse) and merged into labels and features, later

@@ -36,4 +36,42 @@ int hostfs_resolve(const struct hostfs *h, const char *rel, char *buf, size_t si
  * fb_err (-FB_ENOENT, -FB_E2BIG, -FB_EIO) with errno left as open(2) set it. */
 int hostfs_open(const struct hostfs *h, const char *rel, int flags);
 
+/* Opens rel beneath the directory dirfd, for directories that other users
+ * or containers can write (features.d, custom.d, source.d): a symlink there
+ * must not make us read (and publish) a file of ours such as the service
+ * account token. Each component is looked at with readlinkat and opened
+ * with O_NOFOLLOW, relative to the directory found so far, whose fd we
+ * hold: a symlink is followed only when its target is relative, resolved
+ * from the link's own directory, and every step of it stays beneath dirfd
+ * ("..", in rel or in a target, climbs back only as far as dirfd, by
+ * closing a held fd, never by opening ".."). So a ConfigMap volume's
+ * "NAME -> ..data/NAME", "..data -> ..2024_01_01_..." links work, and
+ * "/var/run/secrets/...", "../x" or "sub -> .." climbing out do not. An
+ * entry swapped for a symlink while we walk fails the O_NOFOLLOW open
+ * instead of being followed. Mount points inside are crossed, as the
+ * kernel's RESOLVE_BENEATH does.
+ *
+ * Not openat2(RESOLVE_BENEATH): it needs Linux 5.6, and container seccomp
+ * profiles of the Docker 19/20 era answer EPERM (not ENOSYS) for syscalls
+ * they do not know, so the fallback would be the path some nodes take and
+ * the one tests rarely do; one walk everywhere is simpler to trust.
+ *
+ * flags are open(2)'s for the last component (O_NOFOLLOW and O_CLOEXEC are
+ * added; pass O_NONBLOCK so a FIFO cannot hang a read, O_PATH to only look).
+ * When path is not NULL, the resolved name relative to dirfd (no symlinks,
+ * no "..", "" for dirfd itself) is written there. Returns an fd, or
+ * -FB_EOUTSIDE (an absolute target or a climb above dirfd), -FB_ENOENT,
+ * -FB_EINVAL (more than 40 symlinks: a loop), -FB_EDEPTH (deeper than 32
+ * directories), -FB_E2BIG (a name past PATH_MAX or path's size), -FB_EIO
+ * (errno set). */
+int hostfs_open_beneath(int dirfd, const char *rel, int flags, char *path, size_t size);
+
+/* Lists the visible names (not starting with '.') of the directory open as
+ * fd (not closed; O_RDONLY, not O_PATH), sorted by strcmp, the first max of
+ * them; *total is how many there were. At most 2 * max names are held while
+ * listing, however big the directory. Returns 0 with *names a new array of
+ * *n new strings (hostfs_names_free), or -FB_ENOMEM, -FB_EIO (errno set). */
+int hostfs_list(int fd, size_t max, char ***names, size_t *n, size_t *total);
+void hostfs_names_free(char **names, size_t n);
+
 #endif

@@ -86,17 +86,36 @@ ssize_t sysfs_read(int dirfd, const char *name, char *buf, size_t size)
 
 ssize_t sysfs_read_alloc(int dirfd, const char *path, size_t cap, char **out)
 {
-	struct stat st;
-	size_t size, len = 0;
-	char *buf = NULL;
 	int fd = open_attr(dirfd, path, 0), saved;
+	ssize_t len;
 
 	*out = NULL;
 	if (fd < 0)
 		return fd;
+	len = sysfs_read_fd_alloc(fd, cap, out);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return len;
+}
+
+ssize_t sysfs_read_fd_alloc(int fd, size_t cap, char **out)
+{
+	struct stat st;
+	size_t size, len = 0;
+	char *buf = NULL;
+	int saved;
+
+	*out = NULL;
+	if (fstat(fd, &st) < 0)
+		return -FB_EIO;
+	if (!S_ISREG(st.st_mode)) {
+		errno = EINVAL;
+		return -FB_EINVAL;
+	}
 	/* sysfs bin attributes and regular files report their size; /proc
 	 * reports 0, so grow from there */
-	size = fstat(fd, &st) == 0 && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
+	size = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
 	if (size > cap + 1)
 		size = cap + 1;
 	for (;;) {
@@ -107,28 +126,23 @@ ssize_t sysfs_read_alloc(int dirfd, const char *path, size_t cap, char **out)
 
 			if (size > cap) {
 				free(buf);
-				close(fd);
 				return -FB_E2BIG;
 			}
 			size = size * 2 > cap + 1 ? cap + 1 : size * 2;
 			if (!(nb = realloc(buf, size))) {
 				free(buf);
-				close(fd);
 				return -FB_ENOMEM;
 			}
 			buf = nb;
 		}
-		if (!buf && !(buf = malloc(size))) {
-			close(fd);
+		if (!buf && !(buf = malloc(size)))
 			return -FB_ENOMEM;
-		}
 		r = read(fd, buf + len, size - 1 - len);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
 			saved = errno;
 			free(buf);
-			close(fd);
 			errno = saved;
 			return -FB_EIO;
 		}
@@ -136,7 +150,6 @@ ssize_t sysfs_read_alloc(int dirfd, const char *path, size_t cap, char **out)
 			break;
 		len += (size_t)r;
 	}
-	close(fd);
 	buf[len] = '\0';
 	*out = buf;
 	return (ssize_t)len;

@@ -30,6 +30,9 @@ int sysfs_dir_each(int fd, int (*fn)(void *ctx, const char *name, unsigned char 
  * regular file), -FB_E2BIG (larger than cap), -FB_ENOMEM. */
 ssize_t sysfs_read_alloc(int dirfd, const char *path, size_t cap, char **out);
 
+/* The same from an open fd (read from its current offset; not closed). */
+ssize_t sysfs_read_fd_alloc(int fd, size_t cap, char **out);
+
 /* Parses "0x10de"/"10de" (hex) or "42" (decimal) with nothing after it but
  * whitespace. Returns 0, -FB_EINVAL or -FB_ERANGE. */
 int sysfs_parse_hex(const char *s, unsigned long *out);

@@ -104,4 +104,38 @@ t1=$(date +%s%N)
 wpid=
 testing "SIGTERM: exit 0 within 2 s" "echo $rc; [ \$(( ($t1 - $t0) / 1000000 )) -lt 2000 ] && echo fast" "0\nfast\n"
 
+# 6. features.d churn (issue 16: a file rewritten every 50 ms made 96
+#    NodeFeature requests in 11 s). A change re-runs the local source only
+#    (upstream: the discovery histogram counts full passes, which stay at
+#    one), changes are coalesced and published at most once a second, and
+#    the last one is never lost.
+k8s_ctl clear-log
+NODE_NAME=node1 $FB nfd-worker --kubeconfig $S/kubeconfig-node1 --config $W/none.conf --host-prefix $W/root/ \
+	--features-dir $W/fd --port 0 --options '{"core":{"sleepInterval":"10m"}}' >"$W/w6.log" 2>&1 &
+wpid=$!
+check "churn: the worker's first pass reached the server" wait_for 30 sh -c \
+	"cd $FB_TOP && . tests/k8s/start.sh && K8S_DIR=$S k8s_ctl count GET '^$NFP\$' | grep -qv '^0\$'"
+port=$(sed -n 's/.*serving \/healthz and \/metrics on port \([0-9]*\).*/\1/p' "$W/w6.log")
+k8s_ctl clear-log
+t0=$(date +%s%N)
+i=0
+while [ $i -lt 200 ]; do
+	echo "churn.example.com/n=$i" >"$W/fd/churn"
+	i=$((i + 1))
+	sleep 0.05
+done
+t1=$(date +%s%N)
+check "churn: the last value is published" wait_for 20 sh -c "cd $FB_TOP && . tests/k8s/start.sh && K8S_DIR=$S k8s_ctl get $NFP | grep -q '\"churn.example.com/n\": *\"199\"'"
+sleep 1.5 # anything still queued would show now
+reqs=$(k8s_ctl count '*' "^$NFP")
+ms=$(( (t1 - t0) / 1000000 ))
+echo "# features.d churn: 200 rewrites in $ms ms gave $reqs NodeFeature requests, $(( reqs * 60000 / ms )) per minute" >&2
+testing "churn: at most one request a second (and a couple more)" "[ $reqs -le \$(( $ms / 1000 + 3 )) ] && echo ok" "ok\n"
+testing "churn: only the local source re-ran (one full discovery pass)" \
+	"curl -s http://127.0.0.1:$port/metrics | grep '^nfd_worker_feature_discovery_duration_seconds_count'" \
+	"nfd_worker_feature_discovery_duration_seconds_count{node=\"node1\"} 1"
+kill -TERM $wpid
+wait $wpid
+wpid=
+
 done_testing

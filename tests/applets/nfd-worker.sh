@@ -194,4 +194,98 @@ testing "custom: --label-sources=-custom turns it off" \
 testing "custom: rule.matched is not published" \
 	"$CW --print-features 2>/dev/null | grep -c rule.matched" "0\n"
 
+# 5. Files other users write (issue 16): a symlink in features.d, custom.d or
+#    source.d is followed only while it stays inside that directory (ConfigMap
+#    volumes' "..data" links keep working); a line that is no valid feature
+#    reaches neither the NodeFeature nor a log line raw or whole.
+mkdir -p "$W/secret" "$W/sfd" "$W/scd" "$W/outside"
+TOKEN=FAKE-TOKEN-eyJhbGciOiJSUzI1NiIsImtpZCI6InNlY3JldCJ9.c2VjcmV0LXBheWxvYWQ
+printf '%s\n' "$TOKEN" >"$W/secret/token"
+ln -s "$W/secret/token" "$W/sfd/abs-token"
+ln -s ../secret/token "$W/sfd/rel-token"
+ln -s "$W/secret" "$W/sfd/dir-link"
+ln -s dir-link/token "$W/sfd/via-dir-link"
+printf 'ok.example.com/plain=yes\n' >"$W/sfd/plain"
+$NW --no-publish --print-features --host-prefix "$W/empty/" --features-dir "$W/sfd" >"$W/sym.out" 2>"$W/sym.err"
+$NW --no-publish --host-prefix "$W/empty/" --features-dir "$W/sfd" --label-sources=local >>"$W/sym.out" 2>>"$W/sym.err"
+testing "features.d: a symlink out of the directory is not read (the token is nowhere)" \
+	"cat $W/sym.out $W/sym.err | grep -c -F -e FAKE-TOKEN -e c2VjcmV0LXBheWxvYWQ; grep -c ok.example.com/plain $W/sym.out" "0\n2\n"
+testing "features.d: each refused symlink is named in a warning" \
+	"grep -c -e 'abs-token.*outside' -e 'rel-token.*outside' -e 'via-dir-link.*outside' $W/sym.err" "6\n"
+# A ConfigMap volume: NAME -> ..data/NAME, ..data -> ..<timestamp>/ (relative)
+mkdir -p "$W/cmfd/..2024_01_01_00_00_00.000000001/sub"
+printf 'cm.example.com/from=configmap\n' >"$W/cmfd/..2024_01_01_00_00_00.000000001/labels"
+printf 'cm.example.com/nested=yes\n' >"$W/cmfd/..2024_01_01_00_00_00.000000001/sub/more"
+ln -s ..2024_01_01_00_00_00.000000001 "$W/cmfd/..data"
+ln -s ..data/labels "$W/cmfd/labels"
+ln -s ./..data/sub/../sub/more "$W/cmfd/more"
+testing "features.d: a ConfigMap volume's ..data links still work" \
+	"$NW --no-publish --host-prefix $W/empty/ --features-dir $W/cmfd --label-sources=local 2>$W/cm.err; grep -c outside $W/cm.err" \
+	"cm.example.com/from=configmap\ncm.example.com/nested=yes\n0\n"
+# custom.d: a rules file outside (planted by whoever can write custom.d)
+printf -- '- name: outside\n  labels: {outside-rule: "true"}\n' >"$W/outside/rules.yaml"
+printf -- '- name: inside\n  labels: {inside-rule: "true"}\n' >"$W/outside/inside.yaml"
+mkdir -p "$W/scd/..2024_01_01_00_00_00.000000001" "$W/scd/cm"
+cp "$W/outside/inside.yaml" "$W/scd/..2024_01_01_00_00_00.000000001/rules.yaml"
+ln -s ..2024_01_01_00_00_00.000000001 "$W/scd/..data"
+ln -s ..data/rules.yaml "$W/scd/10-cm.yaml"
+ln -s "$W/outside/rules.yaml" "$W/scd/20-abs.yaml"
+ln -s ../outside/rules.yaml "$W/scd/30-rel.yaml"
+ln -s ../../outside "$W/scd/cm/up"
+ln -s "$W/secret/token" "$W/scd/40-token.yaml"
+SCW="$NW --custom-dir $W/scd --no-publish --host-prefix $W/empty/ --features-dir $W/empty --label-sources=custom"
+testing "custom.d: symlinks out of the directory are refused and named, ..data links work" \
+	"$SCW 2>$W/scd.err; grep -c -e '20-abs.yaml.*outside' -e '30-rel.yaml.*outside' -e '40-token.yaml.*outside' $W/scd.err; grep -c -F FAKE-TOKEN $W/scd.err" \
+	"inside-rule=true\n3\n0\n"
+# source.d: a hook that is a symlink to an executable elsewhere is not run
+mkdir -p "$W/shooks" "$W/outbin"
+printf '#!/bin/sh\necho hook.example.com/outside=ran\n' >"$W/outbin/evil"
+printf '#!/bin/sh\necho hook.example.com/inside=ran\n' >"$W/shooks/.real"
+chmod 755 "$W/outbin/evil" "$W/shooks/.real"
+ln -s "$W/outbin/evil" "$W/shooks/10-evil"
+ln -s .real "$W/shooks/20-inside"
+testing "source.d: a hook symlinked from outside is not run, one inside is" \
+	"$NW --no-publish --host-prefix $W/empty/ --features-dir $W/empty --hooks-dir $W/shooks --label-sources=local --options '{\"sources\":{\"local\":{\"hooksEnabled\":true}}}' 2>$W/sh.err; grep -c '10-evil.*outside' $W/sh.err" \
+	"hook.example.com/inside=ran\n1\n"
+# A line that is no valid feature: control characters, a name past any label key
+mkdir -p "$W/badfd"
+LONG=$(head -c 5000 /dev/zero | tr '\0' k)
+printf 'bad\033]0;pwned\007key=1\n%s=2\nok.example.com/fine=3\n' "$LONG" >"$W/badfd/x"
+$NW --no-publish --print-features --host-prefix "$W/empty/" --features-dir "$W/badfd" --feature-sources=local >"$W/bad.out" 2>"$W/bad.err"
+testing "features.d: an invalid feature name is not published, a valid one is" \
+	"grep -c -e pwned -e kkkkkkkkkk $W/bad.out; grep -c ok.example.com/fine $W/bad.out" "0\n1\n"
+check "features.d: an invalid name is logged escaped and cut short" python3 - "$W/bad.err" <<'PY'
+import sys
+err = open(sys.argv[1], "rb").read()
+assert b"\x1b" not in err and b"\x07" not in err, "raw control characters in the log"
+assert b"bad\\x1b]0;pwned\\x07key" in err, err[:2000]
+lines = [l for l in err.split(b"\n") if b"kkkkkkkk" in l]
+assert lines and all(len(l) < 300 for l in lines), [len(l) for l in lines]
+assert all(b"..." in l for l in lines), lines
+import re
+shown = max(len(m) for l in lines for m in re.findall(rb"k+", l))
+assert shown <= 80, "%d bytes of the name shown" % shown
+PY
+
+# 6. Memory is bounded by the largest file, not the sum, and the number of
+#    files read is capped (issue 16: 1,500 comment-only files of 64 KiB took
+#    105 MB). Hard links: the files cost the disk nothing.
+mkdir -p "$W/manyfd"
+python3 -c 'import sys; line = "# " + "c" * 61 + "\n"; sys.stdout.write(line * (65536 // 64))' >"$W/manyfd/0000"
+i=1
+while [ $i -lt 1500 ]; do ln "$W/manyfd/0000" "$W/manyfd/$(printf %04d $i)"; i=$((i + 1)); done
+printf 'last.example.com/read=no\n' >"$W/manyfd/zzzz"
+printf 'first.example.com/read=yes\n' >"$W/manyfd/-first"
+/usr/bin/time -f '%M' -o "$W/rss" $NW --no-publish --host-prefix "$W/empty/" --features-dir "$W/manyfd" --feature-sources=local >"$W/many.out" 2>"$W/many.err"
+rss=$(tail -1 "$W/rss")
+echo "# nfd-worker peak RSS over 1,502 features.d files (1,500 of 64 KiB, comments only): $rss KiB ($FLAVOUR build)" >&2
+testing "features.d: files past the cap are skipped with one warning naming the count" \
+	"cat $W/many.out; grep -c 'features.d: 1502 files in $W/manyfd, reading the first 1024' $W/many.err" \
+	"first.example.com/read=yes\n1\n"
+if [ "$FLAVOUR" = check ]; then
+	pass "features.d: peak RSS under 16 MiB (not asserted under the sanitizers: $rss KiB)"
+else
+	testing "features.d: peak RSS under 16 MiB ($rss KiB)" "[ $rss -lt 16384 ] && echo ok" "ok\n"
+fi
+
 done_testing

@@ -2,7 +2,9 @@
  * with property checks past "does not crash":
  * - parsing never fails (no allocation failure here) and gives two objects
  *   of string values that print and parse back equal (escapes, U+FFFD);
- * - every label key is a valid Kubernetes label key;
+ * - every label key is a valid Kubernetes label key, every feature key a
+ *   possible feature name (1 to FEATFILE_KEY_MAX bytes, no control
+ *   characters);
  * - the same bytes parsed again give the same objects (no hidden state);
  * - the first line, as an RFC 3339 time, either is refused or parses to a
  *   time that, printed back in canonical form, parses to the same instant.
@@ -37,7 +39,14 @@ static void check_object(const struct json *o, int labels)
 			abort();
 		if (labels && !labels_valid_key(json_key(c)))
 			abort();
+		len = strlen(json_key(c));
+		if (len == 0 || len > FEATFILE_KEY_MAX)
+			abort();
+		for (const unsigned char *k = (const unsigned char *)json_key(c); *k; k++)
+			if (*k < 0x20 || *k == 0x7f)
+				abort();
 	}
+	len = 0;
 	s = json_print(o, &len);
 	if (!s)
 		abort();

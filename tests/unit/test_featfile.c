@@ -271,8 +271,17 @@ static const struct {
 	  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa=1\n", 0, "{}",
 	  "{\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\":\"1\"}",
 	  "ignoring label with invalid name" },
-	{ "an empty key is a feature, not a label", "=v\n", 0, "{}", "{\"\":\"v\"}",
-	  "ignoring label with invalid name \"\"" },
+	{ "an empty key is no feature either: the line is dropped", "=v\n", 0, "{}", "{}",
+	  "test line 1: ignoring line with invalid feature name \"\" (0 bytes)" },
+	{ "a key with a control character is no feature: dropped, logged escaped",
+	  "a\033[2Jb=1\nc=2\n", 0, "{\"c\":\"2\"}", "{\"c\":\"2\"}",
+	  "ignoring line with invalid feature name \"a\\x1b[2Jb\" (6 bytes)" },
+	{ "a key past 317 bytes is no feature; the log shows its start only",
+	  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	  "xxxxxxxxxxxxxxxxxx=1\n", 0, "{}", "{}",
+	  "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...\" (318 bytes)" },
 	{ "label values are left to the worker's check", "a=not a valid value!\n", 0,
 	  "{\"a\":\"not a valid value!\"}", "{\"a\":\"not a valid value!\"}", NULL },
 	{ "a line with a NUL byte is dropped", "a\0b=1\nc=2\n", 11, "{\"c\":\"2\"}", "{\"c\":\"2\"}",
@@ -398,6 +407,14 @@ static void test_dir(const struct featfile_time *now)
 	symlink("/nonexistent/nowhere", q);
 	snprintf(q, sizeof(q), "%s/50-fifo", p);
 	mkfifo(q, 0644);
+	/* a ConfigMap volume's links: relative, inside */
+	snprintf(q, sizeof(q), "%s/..2026_01_01", p);
+	mkdir(q, 0755);
+	put(q, "cm", "cm=1\n", 5);
+	snprintf(q, sizeof(q), "%s/..data", p);
+	symlink("..2026_01_01", q);
+	snprintf(q, sizeof(q), "%s/55-cm", p);
+	symlink("..data/cm", q);
 	snprintf(q, sizeof(q), "%s/60-subdir", p);
 	mkdir(q, 0755);
 	put(q, "inner", "i=1\n", 4);
@@ -414,14 +431,16 @@ static void test_dir(const struct featfile_time *now)
 	rc = featfile_read_dir(p, now, &lg, &l, &f, &ei);
 	log_text();
 	T_OK("dir: sorted by name, later files override, hidden and non-regular entries skipped",
-	     rc == 0 && json_is(l, "{\"x\":\"9\",\"y\":\"3\",\"s\":\"1\",\"e\":\"1\"}") &&
-	     json_is(f, "{\"x\":\"9\",\"y\":\"1\",\"s\":\"1\",\"e\":\"1\"}"),
+	     rc == 0 && json_is(l, "{\"x\":\"9\",\"y\":\"3\",\"e\":\"1\",\"cm\":\"1\"}") &&
+	     json_is(f, "{\"x\":\"9\",\"y\":\"1\",\"e\":\"1\",\"cm\":\"1\"}"),
 	     "rc=%d labels=%s features=%s", rc, printed(l), printed(f));
+	T_OK("dir: a symlink out of the directory is skipped with a warning naming it",
+	     strstr(logbuf, "30-link: symlink leads outside the directory"), "log: %s", logbuf);
 	T_OK("dir: +no-feature in a later file does not remove an earlier file's feature",
 	     json_is(json_get(f, "y"), "\"1\""), "features=%s", printed(f));
 	T_OK("dir: an oversize file is skipped with an error naming it",
 	     strstr(logbuf, "80-over: file size limit exceeded: 65537 bytes > 65536 bytes") &&
-	     logbuf[0] == 'E', "log: %s", logbuf);
+	     strstr(logbuf, "\nE") && strstr(strstr(logbuf, "\nE"), "80-over"), "log: %s", logbuf);
 	T_OK("dir: a broken symlink is logged and skipped", strstr(logbuf, "40-broken"), "log: %s", logbuf);
 	T_OK("dir: nothing else logged (FIFO, subdirectory and hidden files are silent)",
 	     !strstr(logbuf, "fifo") && !strstr(logbuf, "subdir") && !strstr(logbuf, "hidden") &&
@@ -448,6 +467,49 @@ static void test_dir(const struct featfile_time *now)
 	snprintf(q, sizeof(q), "%s/outside", top);
 	rc = featfile_read_dir(q, now, &lg, &l, &f, &ei);
 	T_INT("dir: a file instead of a directory is ENOENT", rc, -FB_ENOENT);
+
+	/* the file-count cap: the first FEATFILE_MAX_FILES by name, one warning */
+	snprintf(q, sizeof(q), "%s/many", top);
+	mkdir(q, 0755);
+	for (int i = 0; i < FEATFILE_MAX_FILES + 6; i++) {
+		char n[16], t[32];
+
+		snprintf(n, sizeof(n), "%05d", i);
+		put(q, n, t, (size_t)snprintf(t, sizeof(t), "k%d=1\n", i));
+	}
+	log_reset();
+	rc = featfile_read_dir(q, now, &lg, &l, &f, &ei);
+	log_text();
+	T_OK("dir: past the file-count cap, the first files by name are read",
+	     rc == 0 && json_count(l) == FEATFILE_MAX_FILES && json_get(l, "k0") && json_get(l, "k1023") &&
+	     !json_get(l, "k1024"), "rc=%d n=%zu", rc, json_count(l));
+	T_OK("dir: and one warning gives the count", logbuf[0] == 'W' && strstr(logbuf, "1030 files in") &&
+	     strstr(logbuf, "reading the first 1024 by name") &&
+	     strchr(logbuf, '\n') == logbuf + strlen(logbuf) - 1,
+	     "log: %s", logbuf);
+	json_free(l);
+	json_free(f);
+
+	/* what the files keep together is capped: files of distinct keys fill it */
+	snprintf(q, sizeof(q), "%s/full", top);
+	mkdir(q, 0755);
+	for (int i = 0; i < 6; i++) { /* about 425 KB kept each */
+		char n[16];
+		size_t len = 0;
+
+		while (len + 16 < FEATFILE_MAX_SIZE)
+			len += (size_t)snprintf(big + len, 17, "f%d.k%07zu=1\n", i, len);
+		snprintf(n, sizeof(n), "%d", i);
+		put(q, n, big, len);
+	}
+	log_reset();
+	rc = featfile_read_dir(q, now, &lg, &l, &f, &ei);
+	log_text();
+	T_OK("dir: a file past FEATFILE_MAX_KEPT is skipped with an error naming it",
+	     rc == 0 && json_count(l) > 0 && strstr(logbuf, "/full/4: the files before it already hold") &&
+	     !strstr(logbuf, "/full/0:"), "rc=%d log: %.300s", rc, logbuf);
+	json_free(l);
+	json_free(f);
 
 	/* an empty directory */
 	snprintf(q, sizeof(q), "%s/empty", top);
