@@ -11,10 +11,7 @@ F=$FB_TOP/tests/fixtures
 MARK_ESC=fbhookesc$$x$RANDOM
 MARK_SLEEP=fbhooksleep$$x$RANDOM
 marked() {
-	local p
-	for p in /proc/[0-9]*; do
-		{ tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -qx "FBHOOK_MARK=$1" && echo "${p#/proc/}"
-	done
+	grep -s -z -x -l "FBHOOK_MARK=$1" /proc/[0-9]*/environ | sed 's,^/proc/\([0-9]*\)/environ$,\1,'
 }
 none_marked() { [ -z "$(marked "$1")" ]; }
 cleanup() {
@@ -82,9 +79,16 @@ k8s_ctl delete $NFP >/dev/null
 
 # 3. The daemon, a pass every second: probes answer within a second while a
 #    hook sleeps 5 s, pass after pass; no hook descendant accumulates.
-$NB --hooks-dir $W/hooks --options "{\"core\":{\"sleepInterval\":\"1s\"},$HOOKS_ON}" --port 0 >"$W/w.log" 2>&1 &
+# setpriv execs the worker, so $! is the worker (as_nobody would be a subshell)
+NOBODY=
+[ "$(id -u)" = 0 ] && NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups --"
+$NOBODY ${NB#as_nobody } --hooks-dir $W/hooks --options "{\"core\":{\"sleepInterval\":\"1s\"},$HOOKS_ON}" --port 0 >"$W/w.log" 2>&1 &
 wpid=$!
 wait_for 20 grep -q 'serving /healthz and /metrics on port' "$W/w.log" || fail "the worker serves"
+if [ -n "$NOBODY" ]; then
+	check "the daemon runs as uid 65534 without capabilities" sh -c \
+		"grep -q '^Uid:[[:space:]]*65534' /proc/$wpid/status && grep -q '^CapEff:[[:space:]]*0*$' /proc/$wpid/status"
+fi
 port=$(sed -n 's/.*serving \/healthz and \/metrics on port \([0-9]*\).*/\1/p' "$W/w.log")
 # probe /healthz every 100 ms until /metrics counts three discovery passes
 # (each waits for the 5 s hook); every probe must answer within 1 s
@@ -132,7 +136,7 @@ testing "daemon: nothing of the endless hook is published" "k8s_ctl get $NFP | g
 # 4. SIGTERM while the 5 s hook sleeps: exit 0 at once, the hook killed.
 some_marked() { [ -n "$(marked "$1")" ]; }
 wait_for 20 some_marked "$MARK_SLEEP" ||
-	fail "the sleeping hook runs again"
+	{ fail "the sleeping hook runs again"; tail -n 30 "$W/w.log" | sed 's/^/  /'; }
 t0=$(date +%s%N)
 kill -TERM $wpid
 wait $wpid
