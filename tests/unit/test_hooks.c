@@ -69,6 +69,7 @@ static int marked(void)
 struct beat {
 	struct loop *l;
 	long long last, worst;
+	int timer;
 };
 
 static void on_beat(void *ctx)
@@ -79,7 +80,7 @@ static void on_beat(void *ctx)
 	if (b->last && now - b->last > b->worst)
 		b->worst = now - b->last;
 	b->last = now;
-	loop_timer(b->l, 20, on_beat, b);
+	b->timer = loop_timer(b->l, 20, on_beat, b);
 }
 
 static void on_stop(void *ctx)
@@ -159,11 +160,11 @@ int main(void)
 
 	/* the loop goes on while a hook sleeps; the run ends once, from the loop */
 	{
-		struct beat b = { lp, 0, 0 };
+		struct beat b = { lp, 0, 0, 0 };
 		struct done d = { lp, 0, 0, NULL, NULL };
 
 		hook(dir2, "10-sleeps", "sleep 0.5; echo slept=1; setsid sleep 34 &", 0755);
-		loop_timer(lp, 0, on_beat, &b);
+		b.timer = loop_timer(lp, 0, on_beat, &b);
 		T_INT("hooks_start", hooks_start(h, dir2, on_done, &d), 0);
 		T_INT("a second start while one runs", hooks_start(h, dir2, on_done, &d), -FB_EAGAIN);
 		T_INT("busy", hooks_busy(h), 1);
@@ -173,6 +174,7 @@ int main(void)
 		T_OK("the loop's timers ran on while the hook slept", b.worst > 0 && b.worst < 300,
 		     "longest gap %lld ms", b.worst);
 		T_INT("not busy after", hooks_busy(h), 0);
+		loop_timer_cancel(lp, b.timer);
 		T_INT("a second run", hooks_start(h, dir2, on_done, &d), 0);
 		loop_run(lp);
 		T_INT("two runs, nothing accumulates", marked(), 0);
