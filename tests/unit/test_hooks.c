@@ -119,6 +119,13 @@ int main(void)
 
 	t_suite = "hooks";
 	log_init(&lg);
+	{
+		char logtmpl[] = "/tmp/fb-hooks-log-XXXXXX";
+
+		if ((lg.fd = mkstemp(logtmpl)) < 0)
+			return 2;
+		unlink(logtmpl);
+	}
 	snprintf(mark, sizeof(mark), "fbunit%d", (int)getpid());
 	strcpy(dir, "/tmp/fb-hooks-XXXXXX");
 	strcpy(dir2, "/tmp/fb-hooks2-XXXXXX");
@@ -155,6 +162,20 @@ int main(void)
 	T_STR("a hook whose children called setsid still counts", json_get_str(l, "escaped", "-"), "1");
 	T_OK("the hangs cost about the timeout each", loop_now_ms() - t0 < 8000, "%lld ms", loop_now_ms() - t0);
 	T_INT("nothing a hook started is left, setsid or not", marked(), 0);
+	{
+		/* stderr: line by line as upstream, escaped, under the hook's name */
+		char log[16384];
+		ssize_t len = pread(lg.fd, log, sizeof(log) - 1, 0);
+
+		log[len > 0 ? len : 0] = '\0';
+		T_OK("stderr logged line by line", strstr(log, "hook 20-later: stderr: one\n") &&
+		     strstr(log, "hook 30-fails: stderr: oops\n"), "%s", log);
+		T_OK("stderr escaped", strstr(log, "hook 20-later: stderr: two\\x1b[31m\n") != NULL, "%s", log);
+		T_OK("the reason a hook is skipped is logged",
+		     strstr(log, "hook 30-fails: exited with status 3, skipped") &&
+		     strstr(log, "hook 40-hangs: killed after 700 ms") &&
+		     strstr(log, "hook 92-endless: output larger than 65536 bytes, skipped"), "%s", log);
+	}
 	json_free(l);
 	json_free(f);
 
@@ -204,6 +225,7 @@ int main(void)
 	T_INT("and leaves nothing", marked(), 0);
 	hooks_free(h);
 	loop_free(lp);
+	close(lg.fd);
 	{
 		char cmd[160];
 
