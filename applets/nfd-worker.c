@@ -780,6 +780,9 @@ static int setup_hooks(struct worker *w, struct fb_errinfo *ei)
 		return -1;
 	if (hooks_new(&w->hooks, w->l, HOOKS_TIMEOUT_MS, &w->log) < 0)
 		return fb_errinfo_set(ei, FB_ENOMEM, 0, "hooks", NULL);
+	/* upstream says so at every pass; once is enough */
+	LOG_W(&w->log, "sources.local.hooksEnabled: hooks in %s are deprecated (since NFD v0.12, removed in v0.17); "
+	      "use feature files instead", w->hooks_dir);
 	return 0;
 }
 

@@ -28,7 +28,9 @@
  * Children are found in our own /proc, not the host's (hostfs): they are
  * our processes, numbered in our PID namespace. As a container's PID 1 we
  * also inherit other orphans; those that started before the hook are only
- * reaped when they exit, as init does. */
+ * reaped when they exit, as init does. Where the prctl fails (qemu-user
+ * does not implement it) hooks_new warns and only the hook's process group
+ * and children are killed. */
 #ifndef FB_HOOKS_H
 #define FB_HOOKS_H
 

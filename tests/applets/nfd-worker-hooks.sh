@@ -14,6 +14,17 @@ marked() {
 	grep -s -z -x -l "FBHOOK_MARK=$1" /proc/[0-9]*/environ | sed 's,^/proc/\([0-9]*\)/environ$,\1,'
 }
 none_marked() { [ -z "$(marked "$1")" ]; }
+# none_left NAME LOG [SECONDS]: nothing of the escape hooks is left. qemu-user
+# (the cross flavours, FBRUN) does not implement PR_SET_CHILD_SUBREAPER: the
+# worker logs that it cannot be one, and there the check is not made.
+none_left() {
+	if [ -n "$FBRUN" ] && grep -q 'cannot become a child subreaper' "$2"; then
+		echo "# $1: not checked under $FBRUN: $(grep -o 'cannot become a child subreaper ([^)]*)' "$2" | head -n 1)" >&2
+	else
+		check "$1" wait_for "${3:-5}" none_marked "$MARK_ESC"
+	fi
+	for p in $(marked "$MARK_ESC"); do kill -9 "$p" 2>/dev/null; done
+}
 cleanup() {
 	k8s_stop
 	[ -n "${wpid:-}" ] && kill -9 "$wpid" 2>/dev/null
@@ -50,8 +61,7 @@ NB="as_nobody $FB nfd-worker --node-name node1 --config $W/none.conf --host-pref
 testing "--no-publish: hook labels, hooks override features.d (as upstream)" \
 	"$NB --no-publish --hooks-dir $W/eschooks --options '{$HOOKS_ON}' 2>$W/np.log" \
 	"edge.example.com/site=lab\nhook.example.com/both=hook\nhook.example.com/escape=ran\n"
-check "--no-publish: no process from a hook outlives the worker" wait_for 5 none_marked "$MARK_ESC"
-for p in $(marked "$MARK_ESC"); do kill -9 "$p"; done
+none_left "--no-publish: no process from a hook outlives the worker" "$W/np.log"
 
 k8s_start "$W/k8s" || { fail "test API server starts"; exit 1; }
 S=$K8S_DIR
@@ -73,8 +83,7 @@ labels() { k8s_ctl get $NFP | python3 -c 'import json,sys; l=json.load(sys.stdin
 testing "--oneshot: hook labels published, exit 0" \
 	"$NB --oneshot --hooks-dir $W/eschooks --options '{$HOOKS_ON}' 2>$W/one.log; echo \$?; labels" \
 	"0\nhook.example.com/both=hook hook.example.com/escape=ran\n"
-check "--oneshot: no process from a hook outlives the worker" wait_for 5 none_marked "$MARK_ESC"
-for p in $(marked "$MARK_ESC"); do kill -9 "$p"; done
+none_left "--oneshot: no process from a hook outlives the worker" "$W/one.log"
 k8s_ctl delete $NFP >/dev/null
 
 # 3. The daemon, a pass every second: probes answer within a second while a
@@ -123,9 +132,8 @@ assert passes >= 3, "only %d passes in 90 s" % passes
 assert slow == 0, "%d probes took 1 s or more (worst %.1f s)" % (slow, worst)
 PY
 sed -n 's/^# /# /p' "$W/check.out" >&2
-check "daemon: after three passes no process from a hook is left (setsid escapes too)" \
-	wait_for 10 none_marked "$MARK_ESC"
-echo "# processes left by the escape hook after three passes: $(marked "$MARK_ESC" | wc -l)" >&2
+echo "# processes of the escape hook found after three passes: $(marked "$MARK_ESC" | wc -l)" >&2
+none_left "daemon: after three passes no process from a hook is left (setsid escapes too)" "$W/w.log" 10
 testing "daemon: hook output is published as labels, hooks override features.d" \
 	"labels" "hook.example.com/both=hook hook.example.com/escape=ran hook.example.com/slept=yes\n"
 testing "daemon: hook output is published as local.label features" \
