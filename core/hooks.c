@@ -46,7 +46,7 @@ struct hooks {
 	void *ctx;
 	int timer;
 	/* the hook running now: pid > 0 until it is reaped */
-	const char *name;
+	char name[256];               /* its file name, escaped for logs */
 	pid_t pid;
 	int status, fail;
 	int out, err;                 /* pipe read ends, -1 once closed */
@@ -266,7 +266,7 @@ static int spawn(struct hooks *h, const char *path)
 		h->since = start;
 	}
 	if (loop_watch(h->l, h->out, POLLIN, on_pipe, h) < 0 || loop_watch(h->l, h->err, POLLIN, on_pipe, h) < 0) {
-		/* no room in the loop: read at the end, within the pipe's buffer */
+		/* no room in the loop: the ticks read them */
 		loop_unwatch(h->l, h->out);
 		loop_unwatch(h->l, h->err);
 	}
@@ -332,10 +332,12 @@ static int next_hook(struct hooks *h)
 	char path[PATH_MAX];
 
 	while (h->next < h->n) {
+		const char *file = h->names[h->next++];
 		struct stat st;
 
-		h->name = h->names[h->next++];
-		if (snprintf(path, sizeof(path), "%s/%s", h->dir, h->name) >= (int)sizeof(path) ||
+		/* a name is anyone's bytes: logged escaped */
+		log_escape(file, strlen(file), h->name, sizeof(h->name));
+		if (snprintf(path, sizeof(path), "%s/%s", h->dir, file) >= (int)sizeof(path) ||
 		    stat(path, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & 0111))
 			continue;
 		h->len = h->elen = h->edropped = 0;

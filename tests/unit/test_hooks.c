@@ -159,6 +159,7 @@ int main(void)
 	hook(dir, "91-setsid", "setsid sleep 31 & setsid sh -c 'sleep 32 & exec sleep 33' </dev/null >/dev/null 2>&1 &"
 	     " echo escaped=1", 0755);
 	hook(dir, "92-endless", "exec yes endless=1", 0755);
+	hook(dir, "93-\033[2Jname\nforged", "exit 4", 0755);
 	t0 = loop_now_ms();
 	n = hooks_run(h, dir, &l, &f);
 	T_INT("four hooks succeeded", n, 4);
@@ -185,6 +186,8 @@ int main(void)
 		T_OK("stderr logged line by line", strstr(log, "hook 20-later: stderr: one\n") &&
 		     strstr(log, "hook 30-fails: stderr: oops\n"), "%s", log);
 		T_OK("stderr escaped", strstr(log, "hook 20-later: stderr: two\\x1b[31m\n") != NULL, "%s", log);
+		T_OK("a hook's name is logged escaped", strstr(log, "hook 93-\\x1b[2Jname\\x0aforged: exited with status 4") != NULL,
+		     "%s", log);
 		T_OK("the reason a hook is skipped is logged",
 		     strstr(log, "hook 30-fails: exited with status 3, skipped") &&
 		     strstr(log, "hook 40-hangs: killed after 700 ms") &&
