@@ -159,4 +159,30 @@ echo "# SIGTERM during a hook: exit after $(( (t1 - t0) / 1000000 )) ms" >&2
 testing "SIGTERM during a hook: exit 0 within 2 s" "echo $rc; [ \$(( ($t1 - $t0) / 1000000 )) -lt 2000 ] && echo fast" "0\nfast\n"
 check "SIGTERM during a hook: the hook is gone" wait_for 5 none_marked "$MARK_SLEEP"
 
+# 5. As a container's PID 1 (a new PID namespace; root only, to make one):
+#    the hook's escapees are killed, an older orphan of the container is not.
+#    A second hook looks from inside and says what it sees, as labels.
+if [ "$(id -u)" = 0 ] && [ -z "$FBRUN" ] && unshare --pid --fork --mount-proc true 2>/dev/null; then
+	mkdir -p "$W/pid1" "$W/pid1run" && chmod 1777 "$W/pid1run"
+	cp "$W/hooks/20-escape" "$W/pid1/10-escape"
+	{
+		echo '#!/bin/sh'
+		echo 'echo "pid1.example.com/worker-pid=$PPID"'
+		echo "echo \"pid1.example.com/escapees=\$(grep -s -z -x -l FBHOOK_MARK=$MARK_ESC /proc/[0-9]*/environ | wc -l)\""
+		echo "kill -0 \"\$(cat $W/pid1run/older.pid)\" 2>/dev/null && echo pid1.example.com/older=alive"
+		echo "exit 0"
+	} >"$W/pid1/20-look"
+	chmod 755 "$W/pid1/20-look"
+	cat >"$W/pid1.sh" <<EOF
+sleep 1000 &
+echo \$! >$W/pid1run/older.pid
+exec ${NB#as_nobody } --no-publish --hooks-dir $W/pid1 --options '{$HOOKS_ON}'
+EOF
+	testing "as PID 1: escapees killed, an older orphan left alone" \
+		"unshare --pid --fork --mount-proc $NOBODY sh $W/pid1.sh 2>$W/pid1.log | grep pid1" \
+		"pid1.example.com/escapees=0\npid1.example.com/older=alive\npid1.example.com/worker-pid=1\n"
+else
+	echo "# as PID 1: not checked (needs root for a PID namespace, not under qemu-user)" >&2
+fi
+
 done_testing
