@@ -20,9 +20,13 @@
  * - An owner reference that cannot be built (no POD_NAME/POD_UID, Pod or
  *   Node unreadable) is left out with a warning instead of being fatal.
  * - --host-prefix, --node-name, --print-features, --features-dir are ours;
- *   --port 0 picks a free port (logged). Executable hooks (source.d, removed
- *   upstream in v0.17) run only with sources.local.hooksEnabled: true, each
- *   without a shell, with a 10 s timeout and 64 KiB of output at most.
+ *   --port 0 picks a free port (logged).
+ * - Executable hooks (source.d, removed upstream in v0.17) run only with
+ *   sources.local.hooksEnabled: true, each without a shell, with a 10 s
+ *   timeout and 64 KiB of output at most (upstream: neither). They run
+ *   beside the loop (/healthz answers meanwhile), the pass ends when they
+ *   do, and nothing a hook starts outlives it, setsid or not: the worker is
+ *   a child subreaper and kills what is left (core/hooks.h).
  * - --standalone (ours): no NodeFeature and no master; the worker labels its
  *   own Node with nfd-master's bookkeeping (core/nodelabels). Only labels:
  *   no NodeFeatureRules, annotations, extended resources or taints.
@@ -145,6 +149,8 @@ struct worker {
 	struct json *server;           /* the server's copy as last seen, owned */
 	char rv[64];
 	struct json *spec;             /* the spec to publish, owned */
+	struct hooks *hooks;           /* hooksEnabled: the source.d runner, else NULL */
+	struct json *hook_labels, *hook_features; /* the last run's output, owned */
 	int publish_pending;
 	int watch_fd;                  /* inotify on features.d, -1 */
 	int retry_timer, debounce_timer;
@@ -716,23 +722,12 @@ local:
 			lf = json_new_object();
 			rc = ll && lf ? 0 : -FB_ENOMEM;
 		}
-		if (rc == 0 && w->cfg.local_hooks_enabled) {
-			/* hooks first, files override them */
-			struct json *hl = json_new_object(), *hf = json_new_object();
-
-			if (hl && hf && hooks_run_dir(w->hooks_dir, HOOKS_TIMEOUT_MS, w->l ? loop_cancel_fd(w->l) : -1, &w->log, hl, hf) >= 0) {
-				for (const struct json *e = json_child(ll); e; e = json_next(e))
-					json_set_str(hl, json_key(e), json_str(e));
-				for (const struct json *e = json_child(lf); e; e = json_next(e))
-					json_set_str(hf, json_key(e), json_str(e));
-				json_free(ll);
-				json_free(lf);
-				ll = hl;
-				lf = hf;
-				hl = hf = NULL;
-			}
-			json_free(hl);
-			json_free(hf);
+		if (rc == 0 && w->hooks) {
+			/* the last hooks run (pass() ran it first), over the files, as upstream */
+			for (const struct json *e = json_child(w->hook_labels); e; e = json_next(e))
+				json_set_str(ll, json_key(e), json_str(e));
+			for (const struct json *e = json_child(w->hook_features); e; e = json_next(e))
+				json_set_str(lf, json_key(e), json_str(e));
 		}
 		if (rc == 0) {
 			for (const struct json *e = json_child(ll); e; e = json_next(e)) {
@@ -812,7 +807,8 @@ static void on_retry(void *ctx)
 	try_publish(w, 1);
 }
 
-static void pass(struct worker *w, int full)
+/* Discovery with the hooks' output at hand, then publishing. */
+static void pass_finish(struct worker *w, int full)
 {
 	struct json *spec = discover(w, full);
 
@@ -824,6 +820,73 @@ static void pass(struct worker *w, int full)
 	w->spec = spec;
 	if (!w->retry_timer) /* a retry is pending: it will publish the newest spec */
 		try_publish(w, 0);
+}
+
+static void keep_hooks(struct worker *w, struct json *labels, struct json *features)
+{
+	json_free(w->hook_labels);
+	json_free(w->hook_features);
+	w->hook_labels = labels;
+	w->hook_features = features;
+}
+
+static void on_hooks_done(void *ctx, struct json *labels, struct json *features, int ran)
+{
+	struct worker *w = ctx;
+
+	(void)ran;
+	keep_hooks(w, labels, features);
+	pass_finish(w, 1);
+}
+
+/* One discovery pass. With hooks a full one ends when they do, from the
+ * loop; a full pass asked for meanwhile is that one (it reads features.d at
+ * its end). A local-only pass (full 0: a features.d change) does not run
+ * the hooks again: it uses the last run's output. */
+static void pass(struct worker *w, int full)
+{
+	if (full && w->hooks && enabled(w->feat_mask, SRC_LOCAL)) {
+		if (hooks_busy(w->hooks))
+			return;
+		if (hooks_start(w->hooks, w->hooks_dir, on_hooks_done, w) == 0)
+			return;
+		LOG_E(&w->log, "hooks: cannot start a run; this pass uses the last one's output");
+	}
+	pass_finish(w, full);
+}
+
+/* hooksEnabled: the runner, on the loop (made here for --no-publish). */
+static int setup_hooks(struct worker *w, struct fb_errinfo *ei)
+{
+	if (!w->cfg.local_hooks_enabled || !enabled(w->feat_mask, SRC_LOCAL))
+		return 0;
+	if (!w->l && loop_new(&w->l, ei) < 0)
+		return -1;
+	if (hooks_new(&w->hooks, w->l, HOOKS_TIMEOUT_MS, &w->log) < 0)
+		return fb_errinfo_set(ei, FB_ENOMEM, 0, "hooks", NULL);
+	/* upstream says so at every pass; once is enough */
+	LOG_W(&w->log, "sources.local.hooksEnabled: hooks in %s are deprecated (since NFD v0.12, removed in v0.17); "
+	      "use feature files instead", w->hooks_dir);
+	return 0;
+}
+
+/* --oneshot, --no-publish: the hooks before discover(), the loop run until
+ * they end. -FB_ECANCELED after SIGTERM. */
+static int hooks_now(struct worker *w)
+{
+	struct json *l, *f;
+	int rc;
+
+	if (!w->hooks || !enabled(w->feat_mask, SRC_LOCAL))
+		return 0;
+	rc = hooks_run(w->hooks, w->hooks_dir, &l, &f);
+	if (rc == -FB_ECANCELED)
+		return rc;
+	if (rc < 0)
+		LOG_E(&w->log, "hooks: %s", fb_strerror(rc));
+	else
+		keep_hooks(w, l, f);
+	return 0;
 }
 
 static void on_sleep(void *ctx)
@@ -1104,9 +1167,13 @@ int nfd_worker_main(int argc, char **argv)
 				 "NodeFeature publishes that failed and were retried");
 
 	if (w.cfg.core.no_publish) {
-		struct json *spec2 = discover(&w, 1), *obj;
+		struct json *spec2, *obj;
 
-		if (!spec2)
+		if (setup_hooks(&w, &ei) < 0) {
+			LOG_E(&w.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+			goto out;
+		}
+		if (hooks_now(&w) < 0 || !(spec2 = discover(&w, 1)))
 			goto out;
 		kube_own_namespace(NULL, w.ns, sizeof(w.ns));
 		if (print_features) {
@@ -1138,6 +1205,8 @@ int nfd_worker_main(int argc, char **argv)
 		}
 		if ((rc = loop_new(&w.l, &ei)) == 0)
 			rc = kube_connect(&w.k, &ko, &w.log, loop_cancel_fd(w.l), w.ns, sizeof(w.ns), &ei);
+		if (rc == 0)
+			rc = setup_hooks(&w, &ei);
 		if (rc < 0) {
 			LOG_E(&w.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
 			goto out;
@@ -1166,6 +1235,8 @@ int nfd_worker_main(int argc, char **argv)
 	if (oneshot) {
 		if (!w.standalone)
 			make_owner_refs(&w);
+		if (hooks_now(&w) < 0)
+			goto out;
 		w.spec = discover(&w, 1);
 		ret = w.spec && (w.standalone ? apply_standalone(&w, w.spec, 1) : publish(&w, w.spec, 0)) == 0 ? 0 : 1;
 		goto out;
@@ -1182,6 +1253,9 @@ out:
 	if (w.watch_fd >= 0)
 		close(w.watch_fd);
 	http_server_free(w.srv);
+	hooks_free(w.hooks); /* before the loop it uses */
+	json_free(w.hook_labels);
+	json_free(w.hook_features);
 	json_free(w.spec);
 	json_free(w.base_features);
 	json_free(w.base_labels);

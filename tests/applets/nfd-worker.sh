@@ -106,15 +106,16 @@ testing "features.d: labels as written, later files win, expired and hidden ones
 testing "features.d: an invalid label key is dropped and logged" \
 	"$NW --no-publish --host-prefix $W/empty/ --features-dir $W/fd --label-sources=local 2>&1 >/dev/null | grep -c 'invalid name'" "1\n"
 
-# Hooks: only when sources.local.hooksEnabled; files override hooks.
+# Hooks: only when sources.local.hooksEnabled; hooks override files, as
+# upstream (more in nfd-worker-hooks.sh).
 mkdir -p "$W/hooks"
 printf '#!/bin/sh\necho hook.example.com/ran=yes\necho overridden=hook\n' >"$W/hooks/10-hook"
 chmod 755 "$W/hooks/10-hook"
 testing "hooks are off by default" \
 	"$NW --no-publish --host-prefix $W/empty/ --features-dir $W/fd --hooks-dir $W/hooks --label-sources=local 2>/dev/null | grep -c hook" "0\n"
-testing "hooksEnabled: hook labels merged, features.d wins" \
+testing "hooksEnabled: hook labels merged, hooks override features.d" \
 	"$NW --no-publish --host-prefix $W/empty/ --features-dir $W/fd --hooks-dir $W/hooks --label-sources=local --options '{\"sources\":{\"local\":{\"hooksEnabled\":true}}}' 2>/dev/null" \
-	"flag-label=true\nhook.example.com/ran=yes\noverridden=second\nvendor.example.com/accel=fast\n"
+	"flag-label=true\nhook.example.com/ran=yes\noverridden=hook\nvendor.example.com/accel=fast\n"
 
 # 4. The NodeFeature object (--print-features): upstream's exact shape.
 $NW --no-publish --print-features --host-prefix "$W/gpu/" --features-dir "$W/fd" >"$W/nf.json" 2>/dev/null
