@@ -51,7 +51,9 @@
  *   may match local features; upstream leaves them stale until the next
  *   full pass) over the built-in sources' last full result, at most once a
  *   second (upstream's notifier rate) and never dropping the last change
- *   (upstream drops events inside its one-second window).
+ *   (upstream drops events inside its one-second window). Hooks are not
+ *   re-run for it (upstream's local source would): their last output is
+ *   used, and the next full pass runs them.
  */
 #include "applets.h"
 
