@@ -1851,6 +1851,7 @@ int nfd_master_main(int argc, char **argv)
 	m.pol.n_deny = n_deny;
 	m.pol.enable_taints = taints || c.enable_taints;
 	m.pol.allow_overwrite = c.allow_overwrite;
+	m.pol.record = 1; /* the record label: see the header comment */
 	m.pol.may_write = may_write_cb;
 	m.pol.may_write_ctx = &m;
 	if (!whitelist)
