@@ -37,6 +37,14 @@
  * - --gc-interval is ours (upstream's nfd-gc has -gc-interval).
  * - No --namespaces filter: NodeFeatures of every namespace are read (the
  *   spec's optional list, upstream's restrictions.nodeFeatureNamespaceSelector).
+ * - Hostile nodes: the bookkeeping annotations (which a node may edit) are
+ *   trusted only where the record label
+ *   [<instance>.]node-restriction.kubernetes.io/nfd-record (which it may not)
+ *   vouches for them; otherwise they remove only what the node could remove
+ *   itself and the policy writes. Taints are never removed on an annotation
+ *   alone, and not touched at all while taints are disabled (upstream removes
+ *   NFD's); nothing is removed in a namespace the policy refuses. Taking over
+ *   from upstream adds the record (one PATCH per node). core/nodelabels.c.
  */
 #include "applets.h"
 

@@ -17,11 +17,36 @@
  * extended-resources are sorted comma lists with the default namespace
  * stripped, and only what they list (plus those three and the legacy
  * master.version/worker.version) is ever removed; the taint tracking
- * annotation nfd.node.kubernetes.io/taints is not instance-prefixed; with
- * taints disabled the desired taint set is empty, so taints NFD applied
- * before are removed.
+ * annotation nfd.node.kubernetes.io/taints is not instance-prefixed.
  *
  * Deliberate deviations (same final state as upstream where it works):
+ * - Hostile nodes (issue 16). Upstream decides what to remove from the
+ *   bookkeeping annotations, which the node itself may edit: a node that
+ *   wrote an admin's taint or kubernetes.io/hostname there had them removed.
+ *   Here the annotations are written exactly as upstream's (interop), and
+ *   with p->record (nfd-master) the label [<instance>.]NL_RECORD_NAME goes
+ *   in the same patch: "t-"/"n-" and 60 hex digits of SHA-256 over the
+ *   Node's metadata.uid and the exact values of the feature-labels,
+ *   -annotations, extended-resources and (with "t-") taints annotations as
+ *   the patch leaves them. NodeRestriction forbids a node to set, change or
+ *   remove labels in node-restriction.kubernetes.io, so the node can neither
+ *   forge nor drop it; an edited annotation no longer matches, an older one
+ *   cannot match the current digest, a recreated Node has a new uid. No
+ *   secret is needed: what makes a match is that only the master wrote the
+ *   label. Where the record matches, the annotations are trusted: what they
+ *   list is NFD's, except keys in a namespace the policy refuses to write
+ *   now (never removed; dropped from the list). Where it does not (a node
+ *   edited them, upstream's master wrote them, nfd-worker --standalone which
+ *   writes no record), they are hints: a key is NFD's only if the node could
+ *   have removed it itself (nothing in node-restriction.kubernetes.io,
+ *   nothing else in kubernetes.io/k8s.io but NFD's own subdomains) and the
+ *   policy would write it (namespaces, whitelist). Taints are NFD's only on
+ *   the record. Only what passes goes into the new annotations and record,
+ *   so a forged entry is never laundered (with skip_removal too: the
+ *   bookkeeping annotations are rewritten even then).
+ * - Taints disabled: spec.taints and the taints annotation are not touched
+ *   at all (upstream removes the taints NFD applied); the record keeps
+ *   vouching for the annotation if it did. Prune the same.
  * - Taints: no strategic merge patch. When NFD's taints change, the metadata
  *   JSON Patch carries {"op":"test","path":"/metadata/resourceVersion"}
  *   followed by the whole new spec.taints list (foreign taints kept), next to
@@ -50,8 +75,9 @@
  * - Patch operations come in a fixed order (removes, then adds and replaces,
  *   each sorted by key) instead of Go's random map order.
  * - Prune removes the annotations with the prefix
- *   "[<instance>.]nfd.node.kubernetes.io/" in the same JSON Patch as the
- *   rest, not through a second GET and a PUT of the whole node. */
+ *   "[<instance>.]nfd.node.kubernetes.io/" (the taints one only with taints
+ *   enabled) and the record label in the same JSON Patch as the rest, not
+ *   through a second GET and a PUT of the whole node. */
 #include "nodelabels.h"
 
 #include "kube.h"
@@ -1361,10 +1387,14 @@ static int diff(const struct nl_policy *p, const struct json *node, const struct
 	     taints_result(cur_taints, old_taints, want_taints, skip_removal, &taints, &taints_changed) < 0))
 		goto out;
 	/* the record of the bookkeeping annotations as they will be: each is
-	 * in want_anns or removed (rm_anns); the taints one only when enabled */
+	 * in want_anns or removed (rm_anns); the taints one when enabled, and
+	 * while disabled (left as it is) only if the record vouched for it */
 	record_vals(&nm, want_anns, vals);
+	if (!p->enable_taints)
+		vals[3] = json_get_str(anns, NL_TAINTS_ANNOTATION, NULL);
 	if (p->record && !prune &&
-	    (rc = record_make(p->enable_taints ? 't' : 'n', json_get_str(md, "uid", ""), vals, record)) < 0)
+	    (rc = record_make(p->enable_taints || taints_trusted ? 't' : 'n', json_get_str(md, "uid", ""), vals,
+			      record)) < 0)
 		goto out;
 	rc = -FB_ENOMEM;
 

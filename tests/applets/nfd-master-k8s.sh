@@ -221,12 +221,19 @@ testing "... the other labels as they were" "nfd_state node3 | grep -c '^label f
 # (which the node cannot change itself) and kubernetes.io/hostname, then
 # makes the master reconcile (a change to its NodeFeature). Taints are
 # disabled here: the master removes none of them.
-k8s_ctl get /api/v1/nodes/node1 | python3 -c '
+# admin_sets: the admin's taint and label on node1 (kept if there)
+admin_sets() {
+	k8s_ctl get /api/v1/nodes/node1 | python3 -c '
 import json, sys
 n = json.load(sys.stdin)
 n["metadata"]["labels"]["node-restriction.kubernetes.io/tenant"] = "blue"
-n.setdefault("spec", {})["taints"] = [{"key": "quarantine.example.com/compromised", "value": "true", "effect": "NoExecute"}]
+q = {"key": "quarantine.example.com/compromised", "value": "true", "effect": "NoExecute"}
+t = n.setdefault("spec", {}).setdefault("taints", [])
+if q not in t:
+    t.insert(0, q)
 json.dump(n, sys.stdout)' | k8s_ctl put /api/v1/nodes/node1 - >/dev/null
+}
+admin_sets
 check "m1 wrote its record on node1" wait_for 10 has_record node1
 testing "node1 (the node) may edit its annotations" \
 	"as_node node1 PATCH /api/v1/nodes/node1 application/merge-patch+json '{\"metadata\":{\"annotations\":{\"nfd.node.kubernetes.io/taints\":\"quarantine.example.com/compromised=true:NoExecute\",\"nfd.node.kubernetes.io/feature-labels\":\"node-restriction.kubernetes.io/tenant,kubernetes.io/hostname\"}}}'" "200\n"
@@ -268,6 +275,7 @@ check "... but no longer tracked" has node1 \
 check "... the admin's taint and labels still there" admin_intact
 # Issue 16 with taints enabled: the node names the admin's taint in the
 # taints annotation; the master removes it no more than with taints disabled.
+admin_sets
 testing "node1 forges the taints annotation" \
 	"as_node node1 PATCH /api/v1/nodes/node1 application/merge-patch+json '{\"metadata\":{\"annotations\":{\"nfd.node.kubernetes.io/taints\":\"quarantine.example.com/compromised=true:NoExecute,vendor.example.com/gpu=true:NoSchedule\"}}}'" "200\n"
 testing "... and changes its NodeFeature" "node_nf 'o[\"spec\"][\"labels\"][\"forged2\"] = \"1\"'" "200\n"

@@ -466,6 +466,7 @@ static const struct dcase {
 	int no_taints;       /* taints disabled (enabled otherwise) */
 	const char *extra, *deny; /* one --extra-label-ns, one --deny-label-ns */
 	const char *tamper;  /* N/feature-labels written after signing: a node's edit */
+	int sign_taints;     /* signed as with taints enabled */
 } dcases[] = {
 	{ "first labelling of a bare node: whole maps added",
 	  BARE, "{'labels':{'F/cpu-avx':'true','example.com/x':'1'},'annotations':{'F/note':'hi'},'ers':{'F/gpu':'2'}}",
@@ -603,6 +604,13 @@ static const struct dcase {
 	  "{'metadata':{'name':'n1','resourceVersion':'9','annotations':{'N/taints':'F/t1:NoSchedule'}},"
 	  "'spec':{'taints':[{'key':'F/t1','effect':'NoSchedule'}]}}",
 	  "{'taints':[{'key':'F/t2','effect':'NoSchedule'}]}", NULL, NULL, NULL, .record = SIGNED, .no_taints = 1 },
+	{ "taints disabled: a record that vouched for the taints annotation still does",
+	  "{'metadata':{'name':'n1','resourceVersion':'9','labels':{'F/a':'1'},'annotations':{'N/taints':'F/t1:NoSchedule',"
+	  "'N/feature-labels':'a'}},'spec':{'taints':[{'key':'F/t1','effect':'NoSchedule'}]}}",
+	  "{}", NULL,
+	  "[{'op':'remove','path':'/metadata/labels/F~1a'},{'op':'replace','path':'/metadata/labels/R~1nfd-record','value':'R'},"
+	  "{'op':'remove','path':'/metadata/annotations/N~1feature-labels'}]",
+	  NULL, .record = SIGNED, .sign_taints = 1, .no_taints = 1 },
 	/* issue 16: a node (which may edit its own annotations, not its taints or
 	 * node-restriction.kubernetes.io labels) turns the master against the admin */
 	{ "a node's forged taints annotation removes no taint; the master's record replaces it",
@@ -772,6 +780,7 @@ static void sign(const struct dcase *c, struct json *node)
 	char rec[NL_RECORD_SIZE], name[300];
 
 	dcase_policy(c, &p);
+	p.enable_taints |= c->sign_taints;
 	if (nl_record_value(&p, node, rec) < 0) {
 		fprintf(stderr, "%s: no record\n", c->name);
 		exit(2);
