@@ -31,7 +31,8 @@ put_rule() {
 	printf '{"apiVersion":"nfd.k8s-sigs.io/v1alpha1","kind":"NodeFeatureRule","metadata":{"name":"%s"},"spec":{"rules":%s}}' \
 		"$1" "$2" | k8s_ctl put $NFAPI/nodefeaturerules/$1 - >/dev/null
 }
-# nfd_state NODE: the NFD-relevant part of the node, one "kind key=value" per line, sorted
+# nfd_state NODE: the NFD-relevant part of the node, one "kind key=value" per
+# line, sorted; not the record label (has_record)
 nfd_state() {
 	k8s_ctl get /api/v1/nodes/$1 | python3 -c '
 import json, sys
@@ -39,7 +40,8 @@ n = json.load(sys.stdin)
 md = n["metadata"]
 out = []
 for k, v in md.get("labels", {}).items():
-    out.append("label %s=%s" % (k, v))
+    if sys.argv[1] or not k.endswith("node-restriction.kubernetes.io/nfd-record"):
+        out.append("label %s=%s" % (k, v))
 for k, v in md.get("annotations", {}).items():
     out.append("annotation %s=%s" % (k, v))
 for k, v in n.get("status", {}).get("capacity", {}).items():
@@ -47,12 +49,12 @@ for k, v in n.get("status", {}).get("capacity", {}).items():
         out.append("capacity %s=%s" % (k, v))
 for t in n.get("spec", {}).get("taints", []):
     out.append("taint %s=%s:%s" % (t["key"], t.get("value", ""), t["effect"]))
-print("\n".join(sorted(out)))'
+print("\n".join(sorted(out)))' "${2:-}"
 }
 has() { nfd_state "$1" | grep -qxF "$2"; }
 hasnt() { ! nfd_state "$1" | grep -qF "$2"; }
 # the record label nfd-master writes beside its bookkeeping annotations
-has_record() { nfd_state "$1" | grep -qE '^label node-restriction\.kubernetes\.io/nfd-record=[tn]-[0-9a-f]{60}$'; }
+has_record() { nfd_state "$1" record | grep -qE '^label node-restriction\.kubernetes\.io/nfd-record=[tn]-[0-9a-f]{60}$'; }
 # as_node USER METHOD PATH [CTYPE BODY]: a request with a node's token (the
 # kubelet's credentials, under RBAC and NodeRestriction); prints the HTTP status
 as_node() {
@@ -361,11 +363,15 @@ testing "--prune: no NFD label, annotation, extended resource or taint left" \
 	"for n in node2 node3; do nfd_state \$n | grep -E 'feature.node.kubernetes.io/|nfd.node.kubernetes.io|vendor.example.com'; done; echo end" "end\n"
 testing "--prune: everything else as it was" "nonnfd node4" "$before4\n"
 testing "--prune: non-NFD labels of pruned nodes stay" "nfd_state node2" "label kubernetes.io/hostname=node2\n"
-testing "--prune: the tracked label, annotation, extended resource and taint go; the foreign ones stay" \
+# (node5 carries no record: the annotations are hints, which never remove a
+# taint; and without --enable-taints taints are not touched at all)
+testing "--prune: the tracked label, annotation and extended resource go; the foreign ones and the taint stay" \
 	"nfd_state node5; k8s_ctl get /api/v1/nodes/node5 | python3 -c 'import json,sys; s=json.load(sys.stdin)[\"status\"]; print(sorted(s[\"capacity\"]), sorted(s[\"allocatable\"]))'" \
-"capacity other.example.com/r=1
+"annotation nfd.node.kubernetes.io/taints=vendor.example.com/gpu=true:NoSchedule
+capacity other.example.com/r=1
 label other=o
 taint other.example.com/t=:NoExecute
+taint vendor.example.com/gpu=true:NoSchedule
 ['cpu', 'other.example.com/r'] ['cpu', 'other.example.com/r']"
 
 # Leader election: two masters with their own users; one writes.
