@@ -40,6 +40,14 @@
  *   updates the nodes with NodeFeatures in it at once (upstream: at their next
  *   NodeFeature event or the resync). As upstream, our own namespace counts
  *   only when selected, and {} selects every namespace. No --namespaces flag.
+ * - Hostile nodes: the bookkeeping annotations (which a node may edit) are
+ *   trusted only where the record label
+ *   [<instance>.]node-restriction.kubernetes.io/nfd-record (which it may not)
+ *   vouches for them; otherwise they remove only what the node could remove
+ *   itself and the policy writes. Taints are never removed on an annotation
+ *   alone, and not touched at all while taints are disabled (upstream removes
+ *   NFD's); nothing is removed in a namespace the policy refuses. Taking over
+ *   from upstream adds the record (one PATCH per node). core/nodelabels.c.
  *
  * Configuration (nfd-master.conf, --options, flags) is implemented, except
  * what is listed here; what has a security meaning and is not implemented
@@ -2136,6 +2144,7 @@ int nfd_master_main(int argc, char **argv)
 		      m.disable_ers ? " disableExtendedResources" : "",
 		      m.deny_nf_labels ? " denyNodeFeatureLabels" : "", !c.allow_overwrite ? " allowOverwrite=false" : "",
 		      m.ns_filter ? " NodeFeatures only from the namespaces labelSelector=" : "", c.ns_query);
+	m.pol.record = 1; /* the record label: see the header comment */
 	m.pol.may_write = may_write_cb;
 	m.pol.may_write_ctx = &m;
 	if (!whitelist)

@@ -29,7 +29,10 @@
  *   a child subreaper and kills what is left (core/hooks.h).
  * - --standalone (ours): no NodeFeature and no master; the worker labels its
  *   own Node with nfd-master's bookkeeping (core/nodelabels). Only labels:
- *   no NodeFeatureRules, annotations, extended resources or taints.
+ *   no NodeFeatureRules, annotations, extended resources or taints. With the
+ *   node's own credentials it writes no record label (NodeRestriction
+ *   forbids it), so the feature-labels annotation is a hint: a stale label
+ *   is removed only where the node could remove it itself (issue 16).
  * - The custom source runs sources.custom and custom.d (--custom-dir) rules
  *   through the NodeFeatureRule engine (core/rules); upstream's two built-in
  *   legacy rules (rdma.capable, rdma.available) are not included.

@@ -17,11 +17,36 @@
  * extended-resources are sorted comma lists with the default namespace
  * stripped, and only what they list (plus those three and the legacy
  * master.version/worker.version) is ever removed; the taint tracking
- * annotation nfd.node.kubernetes.io/taints is not instance-prefixed; with
- * taints disabled the desired taint set is empty, so taints NFD applied
- * before are removed.
+ * annotation nfd.node.kubernetes.io/taints is not instance-prefixed.
  *
  * Deliberate deviations (same final state as upstream where it works):
+ * - Hostile nodes (issue 16). Upstream decides what to remove from the
+ *   bookkeeping annotations, which the node itself may edit: a node that
+ *   wrote an admin's taint or kubernetes.io/hostname there had them removed.
+ *   Here the annotations are written exactly as upstream's (interop), and
+ *   with p->record (nfd-master) the label [<instance>.]NL_RECORD_NAME goes
+ *   in the same patch: "t-"/"n-" and 60 hex digits of SHA-256 over the
+ *   Node's metadata.uid and the exact values of the feature-labels,
+ *   -annotations, extended-resources and (with "t-") taints annotations as
+ *   the patch leaves them. NodeRestriction forbids a node to set, change or
+ *   remove labels in node-restriction.kubernetes.io, so the node can neither
+ *   forge nor drop it; an edited annotation no longer matches, an older one
+ *   cannot match the current digest, a recreated Node has a new uid. No
+ *   secret is needed: what makes a match is that only the master wrote the
+ *   label. Where the record matches, the annotations are trusted: what they
+ *   list is NFD's, except keys in a namespace the policy refuses to write
+ *   now (never removed; dropped from the list). Where it does not (a node
+ *   edited them, upstream's master wrote them, nfd-worker --standalone which
+ *   writes no record), they are hints: a key is NFD's only if the node could
+ *   have removed it itself (nothing in node-restriction.kubernetes.io,
+ *   nothing else in kubernetes.io/k8s.io but NFD's own subdomains) and the
+ *   policy would write it (namespaces, whitelist). Taints are NFD's only on
+ *   the record. Only what passes goes into the new annotations and record,
+ *   so a forged entry is never laundered (with skip_removal too: the
+ *   bookkeeping annotations are rewritten even then).
+ * - Taints disabled: spec.taints and the taints annotation are not touched
+ *   at all (upstream removes the taints NFD applied); the record keeps
+ *   vouching for the annotation if it did. Prune the same.
  * - Taints: no strategic merge patch. When NFD's taints change, the metadata
  *   JSON Patch carries {"op":"test","path":"/metadata/resourceVersion"}
  *   followed by the whole new spec.taints list (foreign taints kept), next to
@@ -50,12 +75,14 @@
  * - Patch operations come in a fixed order (removes, then adds and replaces,
  *   each sorted by key) instead of Go's random map order.
  * - Prune removes the annotations with the prefix
- *   "[<instance>.]nfd.node.kubernetes.io/" in the same JSON Patch as the
- *   rest, not through a second GET and a PUT of the whole node. */
+ *   "[<instance>.]nfd.node.kubernetes.io/" (the taints one only with taints
+ *   enabled) and the record label in the same JSON Patch as the rest, not
+ *   through a second GET and a PUT of the whole node. */
 #include "nodelabels.h"
 
 #include "kube.h"
 #include "labels.h"
+#include "tls.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -64,6 +91,7 @@
 
 #define NL_PREFIX NL_DEFAULT_NS "/"
 #define NL_PROFILE_NS "profile.node.kubernetes.io"
+#define NL_RESTRICTED_NS "node-restriction.kubernetes.io"
 #define NL_TAINTS_ANNOTATION NL_NFD_NS "/taints"
 #define NL_ANNOTATION_VALUE_MAX 1024 /* FeatureAnnotationValueSizeLimit */
 #define NL_ROUNDS 3
@@ -552,6 +580,40 @@ static int label_ns_denied(const struct nl_policy *p, const char *ns, size_t len
 	return denied;
 }
 
+/* Whether the namespace ns (nslen bytes of key) is one NFD refuses to write
+ * a k in: kubernetes.io and its subdomains except NFD's own, and for labels
+ * the deny/extra lists. */
+static int ns_refused(const struct nl_policy *p, enum nl_kind k, const char *ns, size_t nslen)
+{
+	if (k == NL_LABEL)
+		return label_ns_denied(p, ns, nslen);
+	return ns_kubernetes(ns, nslen) && !ns_within(ns, nslen, NL_DEFAULT_NS);
+}
+
+/* Whether NFD may remove the k key named in a bookkeeping annotation.
+ * Never in a namespace it refuses to write now. With trusted (the record
+ * vouches for the annotation: this master wrote it) that is all. Otherwise
+ * the annotation is a hint a node may have written, and the key must also
+ * be one the node could remove itself (Kubernetes' NodeRestriction: nothing
+ * in node-restriction.kubernetes.io, nothing else in kubernetes.io or k8s.io
+ * but NFD's own subdomains) and pass the whitelist, as a new write would. */
+static int removable(const struct nl_policy *p, enum nl_kind k, const char *key, int trusted)
+{
+	const char *slash = strchr(key, '/');
+	size_t nslen = slash ? (size_t)(slash - key) : 0;
+
+	if (!slash || !labels_valid_key(key) || ns_refused(p, k, key, nslen))
+		return 0;
+	if (trusted)
+		return 1;
+	if (ns_within(key, nslen, NL_RESTRICTED_NS))
+		return 0;
+	if ((ns_kubernetes(key, nslen) || ns_within(key, nslen, "k8s.io")) && !ns_within(key, nslen, NL_DEFAULT_NS) &&
+	    !(k == NL_LABEL && ns_within(key, nslen, NL_PROFILE_NS)))
+		return 0;
+	return k != NL_LABEL || !p->label_whitelist || regexec(p->label_whitelist, slash + 1, 0, NULL, 0) == 0;
+}
+
 /* "@<domain>.<feature>.<element>" from the attribute features (borrowed), or
  * NULL with why filled. */
 static const char *dynamic_value(const char *v, const struct features *feat, char *why, size_t size)
@@ -591,25 +653,18 @@ static const char *check(const struct nl_policy *p, enum nl_kind k, const char *
 	if (!labels_valid_key(key))
 		return "invalid key: a prefix (DNS subdomain) and a name of 1-63 characters "
 		       "[A-Za-z0-9._-], alphanumeric at both ends";
-	switch (k) {
-	case NL_LABEL:
-		if (label_ns_denied(p, key, nslen)) {
-			snprintf(why, size, "namespace %.*s is not allowed", (int)nslen, key);
-			return why;
-		}
+	if (ns_refused(p, k, key, nslen)) {
+		snprintf(why, size, "namespace %.*s is not allowed", (int)nslen, key);
+		return why;
+	}
+	if (k == NL_LABEL && ns_within(key, nslen, NL_RESTRICTED_NS) && strcmp(slash + 1, "nfd-record") == 0)
+		return "reserved for nfd-master's record";
+	if (k == NL_LABEL) {
 		if (!labels_valid_value(value, strlen(value)))
 			return "invalid value: at most 63 characters [A-Za-z0-9._-], alphanumeric at both ends";
 		if (p->label_whitelist && regexec(p->label_whitelist, slash + 1, 0, NULL, 0) != 0)
 			return "name does not match the label whitelist";
 		return NULL;
-	case NL_ANNOTATION:
-	case NL_ER:
-	case NL_TAINT:
-		if (ns_kubernetes(key, nslen) && !ns_within(key, nslen, NL_DEFAULT_NS)) {
-			snprintf(why, size, "namespace %.*s is not allowed", (int)nslen, key);
-			return why;
-		}
-		break;
 	}
 	if (k == NL_ANNOTATION && strlen(value) > NL_ANNOTATION_VALUE_MAX)
 		return "value longer than 1024 bytes";
@@ -977,8 +1032,9 @@ static int er_ops(struct json *ops, const struct json *status, const struct json
 
 /* The tracking annotation's taints ("key=value:effect" or "key:effect",
  * comma-separated), as objects; malformed entries are skipped (they name
- * nothing NFD could remove). */
-static int parse_taints(const char *list, struct json **out)
+ * nothing NFD could remove), and so are keys in a namespace NFD refuses to
+ * write. */
+static int parse_taints(const struct nl_policy *pol, const char *list, struct json **out)
 {
 	const char *p = list;
 
@@ -997,6 +1053,8 @@ static int parse_taints(const char *list, struct json **out)
 		eq = strchr(buf, '=');
 		if (eq)
 			buf[eq - buf] = '\0';
+		if (!removable(pol, NL_TAINT, buf, 1))
+			continue;
 		if (json_append_take(*out, taint_new(buf, eq ? eq + 1 : "", colon + 1)) < 0)
 			return -FB_ENOMEM;
 	}
@@ -1094,7 +1152,7 @@ static char *taints_value(const struct json *want, const struct json *old, const
 }
 
 struct nl_names {
-	char labels[512], annotations[512], ers[512], master[512], worker[512], prefix[512];
+	char labels[512], annotations[512], ers[512], master[512], worker[512], prefix[512], record[512];
 };
 
 static void names_init(struct nl_names *nm, const char *instance)
@@ -1107,6 +1165,127 @@ static void names_init(struct nl_names *nm, const char *instance)
 	snprintf(nm->master, sizeof(nm->master), "%s%s" NL_NFD_NS "/master.version", i, dot);
 	snprintf(nm->worker, sizeof(nm->worker), "%s%s" NL_NFD_NS "/worker.version", i, dot);
 	snprintf(nm->prefix, sizeof(nm->prefix), "%s%s" NL_NFD_NS "/", i, dot);
+	snprintf(nm->record, sizeof(nm->record), "%s%s" NL_RECORD_NAME, i, dot);
+}
+
+/* Drops from s the keys NFD may not remove (removable()). */
+static void tracked_keep(const struct nl_policy *p, enum nl_kind k, struct strset *s, int trusted)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		if (removable(p, k, s->v[i], trusted))
+			s->v[j++] = s->v[i];
+		else
+			free(s->v[i]);
+	}
+	s->n = j;
+}
+
+/* ---- the record -------------------------------------------------------- */
+
+#define NL_RECORD_HEX (NL_RECORD_SIZE - 4) /* "t-" + hex + NUL fits a label value */
+
+/* Appends a length-prefixed field ("<len>:<bytes>"; NULL: "-") to the digest
+ * input: no two sequences of fields give the same bytes. */
+static void record_field(struct tls_part *parts, size_t *n, char lens[][24], const char *v)
+{
+	size_t i = *n / 2;
+
+	snprintf(lens[i], sizeof(lens[i]), v ? "%zu:" : "-", v ? strlen(v) : (size_t)0);
+	parts[(*n)++] = (struct tls_part){ lens[i], strlen(lens[i]) };
+	parts[(*n)++] = (struct tls_part){ v ? v : "", v ? strlen(v) : 0 };
+}
+
+/* The record value for flag ('t': the taints annotation covered, 'n': not),
+ * the node's uid and the values (NULL: absent) of the bookkeeping
+ * annotations labels, annotations, extended resources and taints. */
+static int record_make(char flag, const char *uid, const char *const vals[4], char out[NL_RECORD_SIZE])
+{
+	static const char hex[] = "0123456789abcdef";
+	const char head[] = "featurebox nfd-master record 1", f[2] = { flag, '\0' };
+	struct tls_part parts[14];
+	char lens[7][24];
+	unsigned char d[TLS_SHA256_SIZE];
+	size_t n = 0;
+	int rc;
+
+	record_field(parts, &n, lens, head);
+	record_field(parts, &n, lens, f);
+	record_field(parts, &n, lens, uid);
+	for (int i = 0; i < (flag == 't' ? 4 : 3); i++)
+		record_field(parts, &n, lens, vals[i]);
+	if ((rc = tls_sha256(parts, n, d)) < 0)
+		return rc;
+	out[0] = flag;
+	out[1] = '-';
+	for (int i = 0; i < NL_RECORD_HEX; i++)
+		out[2 + i] = hex[(d[i / 2] >> (i % 2 ? 0 : 4)) & 15];
+	out[2 + NL_RECORD_HEX] = '\0';
+	return 0;
+}
+
+/* The bookkeeping annotations' values in anns (NULL: absent). */
+static void record_vals(const struct nl_names *nm, const struct json *anns, const char *vals[4])
+{
+	vals[0] = json_get_str(anns, nm->labels, NULL);
+	vals[1] = json_get_str(anns, nm->annotations, NULL);
+	vals[2] = json_get_str(anns, nm->ers, NULL);
+	vals[3] = json_get_str(anns, NL_TAINTS_ANNOTATION, NULL);
+}
+
+/* Whether the record label on the node vouches for its bookkeeping
+ * annotations (*trusted), and for the taints annotation too (*taints). */
+static int record_check(const struct nl_names *nm, const struct json *md, const struct json *labels,
+			const struct json *anns, int *trusted, int *taints)
+{
+	const char *have = json_get_str(labels, nm->record, NULL), *vals[4];
+	char want[NL_RECORD_SIZE];
+	int rc;
+
+	*trusted = *taints = 0;
+	if (!have || strlen(have) != 2 + NL_RECORD_HEX || (have[0] != 't' && have[0] != 'n'))
+		return 0;
+	record_vals(nm, anns, vals);
+	if ((rc = record_make(have[0], json_get_str(md, "uid", ""), vals, want)) < 0)
+		return rc;
+	*trusted = strcmp(have, want) == 0;
+	*taints = *trusted && have[0] == 't';
+	return 0;
+}
+
+int nl_record_value(const struct nl_policy *p, const struct json *node, char out[NL_RECORD_SIZE])
+{
+	const struct json *md = object_or_null(json_get(node, "metadata"));
+	const char *vals[4];
+	struct nl_names nm;
+
+	if (!md)
+		return -FB_EINVAL;
+	names_init(&nm, p->instance);
+	record_vals(&nm, object_or_null(json_get(md, "annotations")), vals);
+	return record_make(p->enable_taints ? 't' : 'n', json_get_str(md, "uid", ""), vals, out);
+}
+
+/* Ops that set the record label at base (the node's labels: have, NULL when
+ * there are none, and none will be added) to value, or remove it (NULL). */
+static int record_ops(struct json *ops, const struct json *have, int labels_added, const char *name,
+		      const char *value)
+{
+	const char *cur = json_get_str(have, name, NULL);
+	struct json *all;
+
+	if (!value)
+		return cur ? op_take(ops, "remove", "/metadata/labels", name, NULL) : 0;
+	if (cur && strcmp(cur, value) == 0)
+		return 0;
+	if (have || labels_added)
+		return op_str(ops, cur ? "replace" : "add", "/metadata/labels", name, value);
+	if (!(all = json_new_object()) || json_set_str(all, name, value) < 0) {
+		json_free(all);
+		return -FB_ENOMEM;
+	}
+	return op_take(ops, "add", "/metadata/labels", NULL, all);
 }
 
 /* Sets annotation key to value in obj unless value is empty (then the
@@ -1139,10 +1318,12 @@ static int diff(const struct nl_policy *p, const struct json *node, const struct
 	struct strset new_labels = { 0 }, new_fanns = { 0 }, new_ers = { 0 };
 	struct json *want_labels = NULL, *want_fanns = NULL, *want_ers = NULL, *want_anns = NULL;
 	struct json *old_taints = NULL, *taints = NULL, *meta = NULL, *st = NULL;
-	const struct json *want_taints = s ? s->taints : NULL;
+	const struct json *want_taints = s && p->enable_taints ? s->taints : NULL;
 	struct nidx labels_ix = { 0 }, anns_ix = { 0 }, cap_ix = { 0 }, alloc_ix = { 0 };
 	struct nl_names nm;
-	int rc = -FB_ENOMEM, taints_changed = 0;
+	const char *vals[4];
+	char record[NL_RECORD_SIZE];
+	int rc = -FB_ENOMEM, taints_changed = 0, trusted = 0, taints_trusted = 0, labels_added;
 
 	out->status = out->meta = NULL;
 	if (!md)
@@ -1153,19 +1334,35 @@ static int diff(const struct nl_policy *p, const struct json *node, const struct
 	if (json_type(cur_taints) != JSON_ARRAY)
 		cur_taints = NULL;
 	names_init(&nm, p->instance);
+	if (p->record && (rc = record_check(&nm, md, labels, anns, &trusted, &taints_trusted)) < 0)
+		goto out;
+	rc = -FB_ENOMEM;
 
-	/* what NFD owns now */
+	/* what NFD owns now: what the annotations name and NFD may remove
+	 * (removable(); taints only by the record, and only when enabled) */
 	if (ss_add_tracked(&old_labels, json_get_str(anns, nm.labels, NULL)) < 0 ||
 	    ss_add_tracked(&old_fanns, json_get_str(anns, nm.annotations, NULL)) < 0 ||
 	    ss_add_tracked(&old_ers, json_get_str(anns, nm.ers, NULL)) < 0 ||
-	    ss_add_tracked(&rm_anns, json_get_str(anns, nm.annotations, NULL)) < 0 ||
-	    ss_add(&rm_anns, nm.labels) < 0 || ss_add(&rm_anns, nm.annotations) < 0 ||
-	    ss_add(&rm_anns, nm.ers) < 0 || ss_add(&rm_anns, nm.master) < 0 ||
-	    ss_add(&rm_anns, nm.worker) < 0 || ss_add(&rm_anns, NL_TAINTS_ANNOTATION) < 0 ||
-	    parse_taints(json_get_str(anns, NL_TAINTS_ANNOTATION, NULL), &old_taints) < 0)
+	    parse_taints(p, p->enable_taints && taints_trusted ? json_get_str(anns, NL_TAINTS_ANNOTATION, NULL) : NULL,
+			 &old_taints) < 0)
+		goto out;
+	tracked_keep(p, NL_LABEL, &old_labels, trusted);
+	tracked_keep(p, NL_ANNOTATION, &old_fanns, trusted);
+	tracked_keep(p, NL_ER, &old_ers, trusted);
+	/* the annotations removed when not wanted: the bookkeeping itself, always
+	 * (with skip_removal too: it must say what the record vouches for), and
+	 * the tracked feature annotations */
+	for (size_t i = 0; !skip_removal && i < old_fanns.n; i++)
+		if (ss_add(&rm_anns, old_fanns.v[i]) < 0)
+			goto out;
+	if (ss_add(&rm_anns, nm.labels) < 0 || ss_add(&rm_anns, nm.annotations) < 0 ||
+	    ss_add(&rm_anns, nm.ers) < 0 || ss_add(&rm_anns, nm.master) < 0 || ss_add(&rm_anns, nm.worker) < 0 ||
+	    (p->enable_taints && ss_add(&rm_anns, NL_TAINTS_ANNOTATION) < 0))
 		goto out;
 	for (const struct json *a = json_child(anns); prune && a; a = json_next(a))
-		if (strncmp(json_key(a), nm.prefix, strlen(nm.prefix)) == 0 && ss_add(&rm_anns, json_key(a)) < 0)
+		if (strncmp(json_key(a), nm.prefix, strlen(nm.prefix)) == 0 &&
+		    (p->enable_taints || strcmp(json_key(a), NL_TAINTS_ANNOTATION) != 0) &&
+		    ss_add(&rm_anns, json_key(a)) < 0)
 			goto out;
 	ss_sort(&old_labels);
 	ss_sort(&old_fanns);
@@ -1182,19 +1379,34 @@ static int diff(const struct nl_policy *p, const struct json *node, const struct
 	    !(want_anns = json_dup(want_fanns)) ||
 	    set_nonempty(want_anns, nm.labels, tracked_value(&new_labels)) < 0 ||
 	    set_nonempty(want_anns, nm.ers, tracked_value(&new_ers)) < 0 ||
-	    set_nonempty(want_anns, nm.annotations, tracked_value(&new_fanns)) < 0 ||
-	    set_nonempty(want_anns, NL_TAINTS_ANNOTATION,
-			 taints_value(want_taints, old_taints, cur_taints, skip_removal)) < 0 ||
-	    taints_result(cur_taints, old_taints, want_taints, skip_removal, &taints, &taints_changed) < 0)
+	    set_nonempty(want_anns, nm.annotations, tracked_value(&new_fanns)) < 0)
 		goto out;
+	if (p->enable_taints &&
+	    (set_nonempty(want_anns, NL_TAINTS_ANNOTATION,
+			  taints_value(want_taints, old_taints, cur_taints, skip_removal)) < 0 ||
+	     taints_result(cur_taints, old_taints, want_taints, skip_removal, &taints, &taints_changed) < 0))
+		goto out;
+	/* the record of the bookkeeping annotations as they will be: each is
+	 * in want_anns or removed (rm_anns); the taints one when enabled, and
+	 * while disabled (left as it is) only if the record vouched for it */
+	record_vals(&nm, want_anns, vals);
+	if (!p->enable_taints)
+		vals[3] = json_get_str(anns, NL_TAINTS_ANNOTATION, NULL);
+	if (p->record && !prune &&
+	    (rc = record_make(p->enable_taints || taints_trusted ? 't' : 'n', json_get_str(md, "uid", ""), vals,
+			      record)) < 0)
+		goto out;
+	rc = -FB_ENOMEM;
 
 	if (!(meta = json_new_array()) || !(st = json_new_array()))
 		goto out;
 	if (taints_changed && rv && op_str(meta, "test", "/metadata/resourceVersion", NULL, rv) < 0)
 		goto out;
+	labels_added = !labels && json_count(want_labels) > 0;
 	if ((rc = map_ops(meta, "/metadata/labels", labels, &labels_ix, want_labels, &old_labels,
 			  skip_removal)) < 0 ||
-	    (rc = map_ops(meta, "/metadata/annotations", anns, &anns_ix, want_anns, &rm_anns, skip_removal)) < 0 ||
+	    (p->record && (rc = record_ops(meta, labels, labels_added, nm.record, prune ? NULL : record)) < 0) ||
+	    (rc = map_ops(meta, "/metadata/annotations", anns, &anns_ix, want_anns, &rm_anns, 0)) < 0 ||
 	    (rc = er_ops(st, status, cap, &cap_ix, &alloc_ix, want_ers, &old_ers, skip_removal)) < 0)
 		goto out;
 	rc = -FB_ENOMEM;

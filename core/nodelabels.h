@@ -4,7 +4,15 @@
  * over from each other without removing anything
  * (upstream pkg/nfd-master/nfd-master.go: filterFeatureLabels,
  * updateNodeObject, and pkg/apis/nfd/validate). One module for nfd-master
- * and nfd-worker --standalone. */
+ * and nfd-worker --standalone.
+ *
+ * A node may write its own Node's annotations, so the bookkeeping
+ * annotations are trusted only where the record label (NL_RECORD_NAME, in
+ * the namespace Kubernetes' NodeRestriction forbids nodes to touch) vouches
+ * for them; otherwise they are hints, and a hint removes only what the node
+ * could have removed itself and the policy would write. Taints are removed
+ * only by the record, and not touched at all while taints are disabled. The
+ * rules are in nodelabels.c's header comment. */
 #ifndef FB_NODELABELS_H
 #define FB_NODELABELS_H
 
@@ -33,12 +41,17 @@ struct nl_policy {
 	int enable_taints;                 /* --enable-taints */
 	int allow_overwrite;               /* restrictions.allowOverwrite (default 1):
 					    * replace a value NFD does not manage */
+	int record;                        /* 1 (nfd-master): write the record label and
+					    * trust the annotations it vouches for; 0
+					    * (default; a writer that is the node itself,
+					    * nfd-worker --standalone): hints only, no label */
 	int (*may_write)(void *ctx);       /* NULL, or asked before every PATCH of
 					    * nl_apply: 0 stops it (-FB_EAGAIN), e.g. a
 					    * master that is no longer the leader */
 	void *may_write_ctx;
 };
-/* Defaults: no instance, no lists, no whitelist, taints off, overwrite on. */
+/* Defaults: no instance, no lists, no whitelist, taints off, overwrite on,
+ * no record. */
 void nl_policy_init(struct nl_policy *p);
 
 /* A desired (or current) state. Owned objects of string values, NULL
@@ -82,9 +95,21 @@ void nl_patches_free(struct nl_patches *pp);
 int nl_diff(const struct nl_policy *p, const struct json *node, const struct nl_set *s,
 	    int skip_removal, struct nl_patches *out);
 /* The requests that remove everything NFD manages on node (by the
- * bookkeeping annotations) and every [<instance>.]nfd.node.kubernetes.io/
- * annotation: --prune. */
+ * bookkeeping annotations, under the same trust rules), the record label and
+ * every [<instance>.]nfd.node.kubernetes.io/ annotation (the taints one only
+ * with p->enable_taints): --prune. */
 int nl_prune_diff(const struct nl_policy *p, const struct json *node, struct nl_patches *out);
+
+/* The record label: "[<instance>.]" NL_RECORD_NAME, its value "t-" or "n-"
+ * (the taints annotation covered or not) and 60 hex digits of a SHA-256 over
+ * the Node's metadata.uid and the bookkeeping annotations' exact values. */
+#define NL_RECORD_NAME "node-restriction.kubernetes.io/nfd-record"
+#define NL_RECORD_SIZE 64 /* with the NUL */
+/* The record value that vouches for node's bookkeeping annotations as they
+ * are (the taints annotation with p->enable_taints): what nfd-master would
+ * write after writing them. For tests. Returns 0, -FB_EINVAL (no metadata)
+ * or -FB_ETLS. */
+int nl_record_value(const struct nl_policy *p, const struct json *node, char out[NL_RECORD_SIZE]);
 
 /* What nl_apply did. */
 struct nl_result {

@@ -38,6 +38,7 @@
 #include <mbedtls/net_sockets.h> /* MBEDTLS_ERR_NET_* only: MBEDTLS_NET_C is off */
 #include <mbedtls/pem.h>
 #include <mbedtls/pk.h>
+#include <mbedtls/sha256.h>
 #include <mbedtls/platform_util.h>
 #include <mbedtls/ssl.h>
 #include <mbedtls/x509_crt.h>
@@ -770,4 +771,19 @@ const char *tls_cipher(const struct tls_conn *c)
 	const char *s = mbedtls_ssl_get_ciphersuite(&c->ssl);
 
 	return s ? s : "none";
+}
+
+int tls_sha256(const struct tls_part *parts, size_t n, unsigned char out[TLS_SHA256_SIZE])
+{
+	mbedtls_sha256_context ctx;
+	int ret;
+
+	mbedtls_sha256_init(&ctx);
+	ret = mbedtls_sha256_starts(&ctx, 0);
+	for (size_t i = 0; ret == 0 && i < n; i++)
+		ret = mbedtls_sha256_update(&ctx, parts[i].data, parts[i].len);
+	if (ret == 0)
+		ret = mbedtls_sha256_finish(&ctx, out);
+	mbedtls_sha256_free(&ctx);
+	return ret == 0 ? 0 : -FB_ETLS;
 }

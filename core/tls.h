@@ -79,4 +79,14 @@ short tls_want(const struct tls_conn *c);
 const char *tls_version(const struct tls_conn *c);
 const char *tls_cipher(const struct tls_conn *c);
 
+/* SHA-256 (FIPS 180-4) of the concatenation of n byte strings, into out.
+ * For digests that need no secret (nodelabels' record); here because this
+ * module is the one door to mbedTLS. Returns 0 or -FB_ETLS. */
+struct tls_part {
+	const void *data;
+	size_t len;
+};
+#define TLS_SHA256_SIZE 32
+int tls_sha256(const struct tls_part *parts, size_t n, unsigned char out[TLS_SHA256_SIZE]);
+
 #endif

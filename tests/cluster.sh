@@ -120,7 +120,7 @@ cluster_start() {
 		--host-prefix "$W/root1/" --features-dir "$W/fd1" --custom-dir "$W/cd" \
 		--feature-sources=pci,local --label-sources=pci,local --owner-refs= \
 		--options "{core: {sleepInterval: ${CL_SLEEP:-5s}}}"
-	cl_daemon standalone $FB nfd-worker --standalone --kubeconfig "$K8S_DIR/kubeconfig-node1" --node-name node2 \
+	cl_daemon standalone $FB nfd-worker --standalone --kubeconfig "$K8S_DIR/kubeconfig-node2" --node-name node2 \
 		--config /nonexistent --port 0 --host-prefix "$W/root2/" --features-dir "$W/fd2" --custom-dir "$W/cd" \
 		--feature-sources=local --label-sources=local --options "{core: {sleepInterval: ${CL_SLEEP:-5s}}}"
 	cl_daemon gpu env KUBERNETES_NAMESPACE=$GNS $FB gpu-node-agent $w1 --host-prefix "$W/root1/" --port 0 \

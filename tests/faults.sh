@@ -98,6 +98,7 @@ expire_break() {
 }
 token_break() {
 	k8s_ctl rotate-token node1 >/dev/null
+	k8s_ctl rotate-token node2 >/dev/null
 	k8s_ctl rotate-token fb-master >/dev/null
 }
 # CA mismatch: another server, with its own CA, answers on the API's port.

@@ -136,14 +136,63 @@ k8s_ctl delete $NFAPI/nodefeaturerules/rules-d >/dev/null
 check "node2 catches up once it can be written" wait_for 20 hasnt node2 "feature.node.kubernetes.io/both"
 
 # Interop: a node labelled by an upstream master, NodeFeature in the pre-v0.15
-# format (unprefixed labels): taken over without a single PATCH.
+# format (unprefixed labels): taken over with one PATCH, which adds the
+# record label and removes the label upstream listed and nobody wants now
+# (the hints pass: feature.node.kubernetes.io is a node's to remove anyway).
 k8s_ctl clear-log
 put_nf $NSP node3 node3 '{"features":{"attributes":{"kernel.version":{"elements":{"major":"5"}}}},"labels":{"legacy":"1","after":"x"}}'
-put_node node3 '{"feature.node.kubernetes.io/legacy":"1","feature.node.kubernetes.io/kernel-major-ge-5":"true","feature.node.kubernetes.io/backref":"yes","feature.node.kubernetes.io/after":"x"}' \
-	'{"nfd.node.kubernetes.io/feature-labels":"after,backref,kernel-major-ge-5,legacy"}'
-sleep 3
-testing "upstream-labelled node taken over: no PATCH" "k8s_ctl count patch '^/api/v1/nodes/node3'" "0\n"
-testing "... labels as they were" "nfd_state node3 | grep -c '^label feature.node.kubernetes.io/'" "4\n"
+put_node node3 '{"feature.node.kubernetes.io/legacy":"1","feature.node.kubernetes.io/kernel-major-ge-5":"true","feature.node.kubernetes.io/backref":"yes","feature.node.kubernetes.io/after":"x","feature.node.kubernetes.io/gone":"1"}' \
+	'{"nfd.node.kubernetes.io/feature-labels":"after,backref,gone,kernel-major-ge-5,legacy"}'
+check "upstream-labelled node taken over: the record label added" wait_for 10 has_record node3
+check "... upstream's label nobody wants any more removed" hasnt node3 "feature.node.kubernetes.io/gone"
+testing "... in one PATCH" "k8s_ctl count patch '^/api/v1/nodes/node3'" "1\n"
+testing "... the other labels as they were" "nfd_state node3 | grep -c '^label feature.node.kubernetes.io/'" "4\n"
+
+# Issue 16: a node (its own kubelet credentials) writes into the bookkeeping
+# annotations an admin's taint, a label in node-restriction.kubernetes.io
+# (which the node cannot change itself) and kubernetes.io/hostname, then
+# makes the master reconcile (a change to its NodeFeature). Taints are
+# disabled here: the master removes none of them.
+# admin_sets: the admin's taint and label on node1 (kept if there)
+admin_sets() {
+	k8s_ctl get /api/v1/nodes/node1 | python3 -c '
+import json, sys
+n = json.load(sys.stdin)
+n["metadata"]["labels"]["node-restriction.kubernetes.io/tenant"] = "blue"
+q = {"key": "quarantine.example.com/compromised", "value": "true", "effect": "NoExecute"}
+t = n.setdefault("spec", {}).setdefault("taints", [])
+if q not in t:
+    t.insert(0, q)
+json.dump(n, sys.stdout)' | k8s_ctl put /api/v1/nodes/node1 - >/dev/null
+}
+admin_sets
+check "m1 wrote its record on node1" wait_for 10 has_record node1
+testing "node1 (the node) may edit its annotations" \
+	"as_node node1 PATCH /api/v1/nodes/node1 application/merge-patch+json '{\"metadata\":{\"annotations\":{\"nfd.node.kubernetes.io/taints\":\"quarantine.example.com/compromised=true:NoExecute\",\"nfd.node.kubernetes.io/feature-labels\":\"node-restriction.kubernetes.io/tenant,kubernetes.io/hostname\"}}}'" "200\n"
+testing "... not its taints or node-restriction.kubernetes.io labels itself (NodeRestriction)" \
+	"as_node node1 PATCH /api/v1/nodes/node1 application/merge-patch+json '{\"spec\":{\"taints\":null}}'; as_node node1 PATCH /api/v1/nodes/node1 application/merge-patch+json '{\"metadata\":{\"labels\":{\"node-restriction.kubernetes.io/tenant\":null}}}'" "403\n403\n"
+testing "... and its NodeFeature" "node_nf 'o[\"spec\"][\"labels\"][\"forged\"] = \"1\"'" "200\n"
+check "the master reconciled node1" wait_for 10 has node1 "label feature.node.kubernetes.io/forged=1"
+check "a forged taints annotation removes no taint (taints disabled)" \
+	has node1 "taint quarantine.example.com/compromised=true:NoExecute"
+check "a forged feature-labels removes no node-restriction.kubernetes.io label" \
+	has node1 "label node-restriction.kubernetes.io/tenant=blue"
+check "... nor kubernetes.io/hostname" has node1 "label kubernetes.io/hostname=node1"
+check "... the forged annotation replaced by the master's own list" \
+	has node1 "annotation nfd.node.kubernetes.io/feature-labels=backref,cpu-cpuid.AVX2,dyn,forged,k8s.io/fine,kernel-major-ge-5,ok.denied.org/l,profile.node.kubernetes.io/p,shared"
+check "... and a new record" has_record node1
+# the record path: a label the master wrote and no longer wants goes, even
+# one no hint could remove (k8s.io: a kubelet may not touch it)
+testing "node1 drops two labels from its NodeFeature" \
+	"node_nf 'del o[\"spec\"][\"labels\"][\"k8s.io/fine\"]; del o[\"spec\"][\"labels\"][\"forged\"]'" "200\n"
+check "the record vouches: a label the master wrote and no longer wants is removed" \
+	wait_for 10 hasnt node1 "label k8s.io/fine="
+check "... the forged one too" hasnt node1 "feature.node.kubernetes.io/forged"
+admin_intact() {
+	has node1 "taint quarantine.example.com/compromised=true:NoExecute" &&
+		has node1 "label node-restriction.kubernetes.io/tenant=blue" && has node1 "label kubernetes.io/hostname=node1"
+}
+check "... the admin's taint and labels still there" admin_intact
 stop_master m1
 testing "SIGTERM: exit 0" "echo $?" "0\n"
 
@@ -151,7 +200,22 @@ testing "SIGTERM: exit 0" "echo $?" "0\n"
 start_master m2 --enable-taints --deny-label-ns '*.denied.org'
 check "taints applied with --enable-taints" wait_for 20 has node1 "taint vendor.example.com/gpu=true:NoSchedule"
 check "... tracked in nfd.node.kubernetes.io/taints" has node1 "annotation nfd.node.kubernetes.io/taints=vendor.example.com/gpu=true:NoSchedule"
-check "... a label --extra-label-ns allowed is removed without it" hasnt node1 "ok.denied.org/l"
+# (upstream removes it; we never remove a key in a namespace we refuse to write)
+check "... a label --extra-label-ns allowed is kept without it" has node1 "label ok.denied.org/l=yes"
+check "... but no longer tracked" has node1 \
+	"annotation nfd.node.kubernetes.io/feature-labels=backref,cpu-cpuid.AVX2,dyn,kernel-major-ge-5,profile.node.kubernetes.io/p,shared"
+check "... the admin's taint and labels still there" admin_intact
+# Issue 16 with taints enabled: the node names the admin's taint in the
+# taints annotation; the master removes it no more than with taints disabled.
+admin_sets
+testing "node1 forges the taints annotation" \
+	"as_node node1 PATCH /api/v1/nodes/node1 application/merge-patch+json '{\"metadata\":{\"annotations\":{\"nfd.node.kubernetes.io/taints\":\"quarantine.example.com/compromised=true:NoExecute,vendor.example.com/gpu=true:NoSchedule\"}}}'" "200\n"
+testing "... and changes its NodeFeature" "node_nf 'o[\"spec\"][\"labels\"][\"forged2\"] = \"1\"'" "200\n"
+check "the master reconciled node1" wait_for 10 has node1 "label feature.node.kubernetes.io/forged2=1"
+check "a forged taints annotation removes no taint (taints enabled)" \
+	has node1 "taint quarantine.example.com/compromised=true:NoExecute"
+check "... NFD's own taint stays" has node1 "taint vendor.example.com/gpu=true:NoSchedule"
+check "... the annotation is the master's own again" has node1 "annotation nfd.node.kubernetes.io/taints=vendor.example.com/gpu=true:NoSchedule"
 stop_master m2 >/dev/null
 
 # Restart safety: the NodeFeature list is slow and fails at first. Until it is
@@ -229,11 +293,15 @@ testing "--prune: no NFD label, annotation, extended resource or taint left" \
 	"for n in node2 node3; do nfd_state \$n | grep -E 'feature.node.kubernetes.io/|nfd.node.kubernetes.io|vendor.example.com'; done; echo end" "end\n"
 testing "--prune: everything else as it was" "nonnfd node4" "$before4\n"
 testing "--prune: non-NFD labels of pruned nodes stay" "nfd_state node2" "label kubernetes.io/hostname=node2\n"
-testing "--prune: the tracked label, annotation, extended resource and taint go; the foreign ones stay" \
+# (node5 carries no record: the annotations are hints, which never remove a
+# taint; and without --enable-taints taints are not touched at all)
+testing "--prune: the tracked label, annotation and extended resource go; the foreign ones and the taint stay" \
 	"nfd_state node5; k8s_ctl get /api/v1/nodes/node5 | python3 -c 'import json,sys; s=json.load(sys.stdin)[\"status\"]; print(sorted(s[\"capacity\"]), sorted(s[\"allocatable\"]))'" \
-"capacity other.example.com/r=1
+"annotation nfd.node.kubernetes.io/taints=vendor.example.com/gpu=true:NoSchedule
+capacity other.example.com/r=1
 label other=o
 taint other.example.com/t=:NoExecute
+taint vendor.example.com/gpu=true:NoSchedule
 ['cpu', 'other.example.com/r'] ['cpu', 'other.example.com/r']"
 
 # Leader election: two masters with their own users; one writes.
@@ -310,4 +378,16 @@ testing "standalone: a stale label is removed" "$SW 2>>$W/sw.log; nfd_state node
 label feature.node.kubernetes.io/site=lab
 label team=blue"
 testing "standalone: no NodeFeature object" "k8s_ctl count create '^$NFAPI/'; k8s_ctl get $NFAPI/nodefeatures | python3 -c 'import json,sys; print(len(json.load(sys.stdin)[\"items\"]))'" "0\n2\n"
+# Issue 16, standalone: a forged feature-labels makes the worker (node1's own
+# credentials, no record) remove only what the node could remove itself; it
+# used to try the admin's node-restriction.kubernetes.io label too (403).
+put_node node1 '{"team":"blue","node-restriction.kubernetes.io/tenant":"blue","feature.node.kubernetes.io/site":"lab","feature.node.kubernetes.io/stale":"1"}' \
+	'{"nfd.node.kubernetes.io/feature-labels":"node-restriction.kubernetes.io/tenant,site,stale"}'
+testing "standalone: a forged feature-labels: exit 0, the stale label removed, the restricted one kept" \
+	"$SW 2>>$W/sw.log; echo \$?; nfd_state node1" \
+"0
+annotation nfd.node.kubernetes.io/feature-labels=site
+label feature.node.kubernetes.io/site=lab
+label node-restriction.kubernetes.io/tenant=blue
+label team=blue"
 done_testing

@@ -7,7 +7,12 @@
  *   /status (status patch: /status only), with a value where one is needed;
  * - with no nfd.node.kubernetes.io annotation at all, nothing is removed from
  *   the labels or the capacity (NFD removes only what it listed);
- * - the same input diffs the same way twice (no hidden state).
+ * - the same input diffs the same way twice (no hidden state);
+ * - with nfd-master's record on (random bytes cannot carry a valid one, so
+ *   the annotations are hints) or off: no taint on the node is ever dropped
+ *   from spec.taints, and no label is removed in node-restriction.kubernetes.io
+ *   (but a prune's of the record itself) or elsewhere in kubernetes.io/k8s.io
+ *   but NFD's feature./profile.node.kubernetes.io (issue 16).
  *
  * Built two ways, as the other targets: with libFuzzer (make fuzz), and as a
  * corpus replay under ASan+UBSan (tests/fuzz/corpus/nodelabels). */
@@ -41,6 +46,61 @@ static void check_ops(const struct json *ops, int status_only, int may_remove)
 		if (!may_remove && strcmp(op, "remove") == 0 &&
 		    (strncmp(path, "/metadata/labels/", 17) == 0 || strncmp(path, "/status/", 8) == 0))
 			abort();
+	}
+}
+
+static int within(const char *ns, size_t len, const char *base)
+{
+	size_t n = strlen(base);
+
+	return (len == n && !memcmp(ns, base, n)) || (len > n && ns[len - n - 1] == '.' && !memcmp(ns + len - n, base, n));
+}
+
+/* JSON Pointer token (~1 ~0) back to a key, into out. */
+static void unescape(const char *tok, char *out, size_t size)
+{
+	size_t o = 0;
+
+	for (; *tok && o + 1 < size; tok++)
+		out[o++] = tok[0] == '~' && tok[1] == '1' ? (tok++, '/') : tok[0] == '~' && tok[1] == '0' ? (tok++, '~') : *tok;
+	out[o] = '\0';
+}
+
+/* The hint rules: what a node's forged annotations can make NFD remove. */
+static void check_hostile(const struct json *node, const struct json *ops, int prune)
+{
+	const struct json *cur = json_getv(node, "spec", "taints", NULL);
+
+	for (const struct json *o = json_child(ops); o; o = json_next(o)) {
+		const char *op = json_get_str(o, "op", ""), *path = json_get_str(o, "path", "");
+		char key[1024];
+		const char *slash;
+		size_t len;
+
+		if (!strcmp(op, "remove") && !strncmp(path, "/metadata/labels/", 17)) {
+			unescape(path + 17, key, sizeof(key));
+			slash = strchr(key, '/');
+			len = slash ? (size_t)(slash - key) : 0;
+			if (prune && slash && !strcmp(slash, "/nfd-record") && within(key, len, "node-restriction.kubernetes.io"))
+				continue;
+			if (within(key, len, "node-restriction.kubernetes.io") ||
+			    ((within(key, len, "kubernetes.io") || within(key, len, "k8s.io")) &&
+			     !within(key, len, "feature.node.kubernetes.io") && !within(key, len, "profile.node.kubernetes.io")))
+				abort();
+		}
+		if (!strcmp(path, "/spec/taints") || !strcmp(path, "/spec")) {
+			const struct json *now = !strcmp(path, "/spec") ? json_get(json_get(o, "value"), "taints") : json_get(o, "value");
+
+			for (const struct json *t = json_type(cur) == JSON_ARRAY ? json_child(cur) : NULL; t; t = json_next(t)) {
+				const struct json *n = json_child(now);
+
+				while (n && (strcmp(json_get_str(n, "key", ""), json_get_str(t, "key", "")) ||
+					     strcmp(json_get_str(n, "effect", ""), json_get_str(t, "effect", ""))))
+					n = json_next(n);
+				if (!n || !strcmp(op, "remove"))
+					abort();
+			}
+		}
 	}
 }
 
@@ -79,15 +139,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	json_free(d);
 	nl_policy_init(&p);
 	p.enable_taints = 1;
-	for (int round = 0; round < 4; round++) {
+	for (int round = 0; round < 8; round++) {
 		p.instance = round & 1 ? "blue" : "";
-		rc = round < 2 ? nl_diff(&p, node, &s, round, &a) : nl_prune_diff(&p, node, &a);
+		p.record = round >= 4;
+		rc = round % 4 < 2 ? nl_diff(&p, node, &s, round & 1, &a) : nl_prune_diff(&p, node, &a);
 		if (rc < 0 && (rc != -FB_EINVAL || a.status || a.meta))
 			abort();
 		if (rc == 0) {
 			check_ops(a.status, 1, 1);
-			check_ops(a.meta, 0, has_nfd_annotation(node));
-			if (round < 2 ? nl_diff(&p, node, &s, round, &b) : nl_prune_diff(&p, node, &b))
+			check_ops(a.meta, 0, has_nfd_annotation(node) || (p.record && round % 4 >= 2));
+			check_hostile(node, a.meta, round % 4 >= 2);
+			if (round % 4 < 2 ? nl_diff(&p, node, &s, round & 1, &b) : nl_prune_diff(&p, node, &b))
 				abort();
 			if (!same(a.status, b.status) || !same(a.meta, b.meta))
 				abort();

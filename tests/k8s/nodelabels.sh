@@ -1,7 +1,9 @@
 # core/nodelabels' nl_apply against the test API server, driven by
 # tests/tools/kubetool nl-apply (the sanitizer build): first labelling, no
 # request for an unchanged node, stale and foreign keys, taints next to
-# foreign ones, re-reads on 409/422, errors, a missing node, and prune.
+# foreign ones, re-reads on 409/422, errors, a missing node, and prune; the
+# record label (its value shown as R) that lets nfd-master trust its
+# bookkeeping annotations, and what a node's forged annotations cannot do.
 . "$FB_TOP/tests/applets/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
 KT=${KUBETOOL:-$FB_TOP/build/check/tests/kubetool}
@@ -35,6 +37,9 @@ import json, sys
 o = json.load(sys.stdin)
 md, st = o["metadata"], o.get("status", {})
 d = lambda m: json.dumps(m, sort_keys=True, separators=(",", ":"))
+for k in md.get("labels", {}):
+    if k.endswith("node-restriction.kubernetes.io/nfd-record"):
+        md["labels"][k] = "R" 
 print("labels", d(md.get("labels", {})))
 print("annotations", d(md.get("annotations", {})))
 print("capacity", d(st.get("capacity", {})))
@@ -43,12 +48,13 @@ print("taints", d(o.get("spec", {}).get("taints", [])))'
 }
 FNK=feature.node.kubernetes.io
 NFD=nfd.node.kubernetes.io
+NR=node-restriction.kubernetes.io
 
 k8s_ctl clear-log
 testing "first labelling: GET, PATCH status, PATCH node" "apply n1 $W/d1.json --enable-taints" \
 	"changed 1 requests 3\nrc 0\n"
 testing "first labelling: the node" "show" \
-"labels {\"example.com/gpu\":\"yes\",\"$FNK/cpu-avx\":\"true\",\"kubernetes.io/hostname\":\"n1\"}
+"labels {\"example.com/gpu\":\"yes\",\"$FNK/cpu-avx\":\"true\",\"kubernetes.io/hostname\":\"n1\",\"$NR/nfd-record\":\"R\"}
 annotations {\"$FNK/note\":\"hi\",\"$NFD/extended-resources\":\"gpu,huge\",\"$NFD/feature-annotations\":\"note\",\"$NFD/feature-labels\":\"cpu-avx,example.com/gpu\",\"$NFD/taints\":\"$FNK/special=yes:NoSchedule\"}
 capacity {\"cpu\":\"4\",\"$FNK/gpu\":\"2\",\"$FNK/huge\":\"1000\"}
 allocatable {\"cpu\":\"4\"}
@@ -76,13 +82,18 @@ testing "quantities compared by value, foreign labels ignored: no PATCH" \
 testing "stale label and resource removed (allocatable too), foreign ones kept" \
 	"apply n1 $W/d2.json --enable-taints; show | grep -v ^taints" \
 "changed 1 requests 3\nrc 0
-labels {\"example.com/gpu\":\"yes\",\"example.com/theirs\":\"x\",\"kubernetes.io/hostname\":\"n1\"}
+labels {\"example.com/gpu\":\"yes\",\"example.com/theirs\":\"x\",\"kubernetes.io/hostname\":\"n1\",\"$NR/nfd-record\":\"R\"}
 annotations {\"$FNK/note\":\"hi\",\"$NFD/extended-resources\":\"huge\",\"$NFD/feature-annotations\":\"note\",\"$NFD/feature-labels\":\"example.com/gpu\",\"$NFD/taints\":\"$FNK/special=yes:NoSchedule\"}
 capacity {\"cpu\":\"4\",\"$FNK/huge\":\"1k\"}
 allocatable {\"cpu\":\"4\",\"$FNK/huge\":\"1k\"}\n"
 
-testing "taints turned off: NFD's taint and its annotation go, the foreign taint stays" \
+# (upstream removes NFD's taints when they are turned off; we never touch taints then)
+testing "taints turned off: nothing touched, NFD's taint and its annotation stay" \
 	"apply n1 $W/d2.json; show | grep -E '^taints'; k8s_ctl get $N | grep -c $NFD/taints" \
+	"changed 0 requests 1\nrc 0\ntaints [{\"effect\":\"NoSchedule\",\"key\":\"node-role.kubernetes.io/control-plane\"},{\"effect\":\"NoSchedule\",\"key\":\"$FNK/special\",\"value\":\"yes\"}]\n1\n"
+sed 's/"taints":.*/"taints":[]}/' "$W/d2.json" >"$W/d2-notaints.json"
+testing "taints on again, none wanted: NFD's own taint goes (the record vouches), the foreign one stays" \
+	"apply n1 $W/d2-notaints.json --enable-taints; show | grep -E '^taints'; k8s_ctl get $N | grep -c $NFD/taints" \
 	"changed 1 requests 2\nrc 0\ntaints [{\"effect\":\"NoSchedule\",\"key\":\"node-role.kubernetes.io/control-plane\"}]\n0\n"
 
 k8s_ctl clear-log
@@ -110,19 +121,27 @@ testing "always 409: gives up after 3 rounds, naming the node" \
 	"apply n1 $W/d1.json --enable-taints; tail -n 1 $W/kt.log" \
 	"changed 1 requests 7\nrc 1\nkubetool: node n1: changed under us 3 times: HTTP 409 Conflict: injected fault 409\n"
 k8s_ctl clear-faults
-# someone adds a taint between our GET and our PATCH (held back 2 s): the
-# resourceVersion test fails (422), the node is read again, both taints stay
-k8s_ctl clear-log
-k8s_ctl fault --method PATCH --path "^$N\$" --count 1 --delay 2000 >/dev/null
-apply n1 "$W/d1.json" --enable-taints >"$W/race.out" &
-race=$!
-i=0
-until [ "$(k8s_ctl count GET "^$N\$")" -ge 1 ] || [ $i -gt 100 ]; do sleep 0.05; i=$((i + 1)); done
+# someone adds a taint between our GET and our PATCH (held back 15 s: the
+# change is made ready before, and two ctl calls can take 5 s on a loaded
+# machine): the resourceVersion test fails (422), the node is read again,
+# both taints stay (NFD's taint taken off first, so that our PATCH changes
+# taints)
+k8s_ctl get $N | python3 -c '
+import json, sys
+o = json.load(sys.stdin)
+o["spec"]["taints"] = [t for t in o["spec"]["taints"] if t["key"] != "feature.node.kubernetes.io/special"]
+json.dump(o, sys.stdout)' | k8s_ctl put $N - >/dev/null
 k8s_ctl get $N | python3 -c '
 import json, sys
 o = json.load(sys.stdin)
 o["spec"]["taints"].append({"key": "example.com/late", "effect": "NoExecute"})
-json.dump(o, sys.stdout)' | k8s_ctl put $N - >/dev/null
+json.dump(o, sys.stdout)' >"$W/late.json"
+k8s_ctl clear-log
+k8s_ctl fault --method PATCH --path "^$N\$" --count 1 --delay 15000 >/dev/null
+apply n1 "$W/d1.json" --enable-taints >"$W/race.out" &
+race=$!
+wait_for 10 sh -c "[ \"\$($K8S_CTL count PATCH '^$N\$')\" -ge 1 ]"
+k8s_ctl put $N - <"$W/late.json" >/dev/null
 wait $race
 k8s_ctl clear-faults
 testing "a concurrent taint change: 422 on the resourceVersion test, read again, both kept" \
@@ -136,9 +155,9 @@ apply n1 "$W/d1.json" --enable-taints >/dev/null
 testing "instance: its own bookkeeping, the default instance's kept" \
 	"apply n1 $W/d2.json --instance blue --enable-taints; k8s_ctl get $N | grep -o '\"[a-z.]*nfd.node.kubernetes.io/[a-z-]*\"' | LC_ALL=C sort | tr '\n' ' '" \
 	"changed 1 requests 2\nrc 0\n\"blue.$NFD/extended-resources\" \"blue.$NFD/feature-annotations\" \"blue.$NFD/feature-labels\" \"$NFD/extended-resources\" \"$NFD/feature-annotations\" \"$NFD/feature-labels\" \"$NFD/taints\" "
-testing "prune: everything NFD owns goes, the rest stays" "apply n1 --prune; show" \
+testing "prune: everything NFD owns goes (its taint by the record), the rest stays" "apply n1 --prune --enable-taints; show" \
 "changed 1 requests 3\nrc 0
-labels {\"example.com/theirs\":\"x\",\"kubernetes.io/hostname\":\"n1\"}
+labels {\"blue.$NR/nfd-record\":\"R\",\"example.com/theirs\":\"x\",\"kubernetes.io/hostname\":\"n1\"}
 annotations {\"blue.$NFD/extended-resources\":\"huge\",\"blue.$NFD/feature-annotations\":\"note\",\"blue.$NFD/feature-labels\":\"example.com/gpu\"}
 capacity {\"cpu\":\"4\"}
 allocatable {\"cpu\":\"4\"}

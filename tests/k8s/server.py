@@ -126,6 +126,51 @@ def conflict(res, name, why=None):
         "to the latest version and try again"), "Conflict", _details(res, name))
 
 
+# Kubernetes' NodeRestriction admission plugin (plugin/pkg/admission/noderestriction),
+# for Nodes: a node user (system:node:<name> in the group system:nodes) may
+# create, modify and delete only its own Node; it may not change spec.taints of
+# its Node, nor add, change or remove a label in node-restriction.kubernetes.io
+# or a subdomain (reserved so that nodes cannot forge it). The allow-list of
+# kubernetes.io/k8s.io labels a kubelet may set is not emulated.
+NODE_USER_PREFIX = "system:node:"
+NODE_RESTRICTION_NS = "node-restriction.kubernetes.io"
+
+
+def node_name_of(user, groups):
+    if user.startswith(NODE_USER_PREFIX) and "system:nodes" in groups:
+        return user[len(NODE_USER_PREFIX):]
+    return None
+
+
+def _restricted_label(key):
+    ns = key.split("/", 1)[0] if "/" in key else ""
+    return ns == NODE_RESTRICTION_NS or ns.endswith("." + NODE_RESTRICTION_NS)
+
+
+def node_restriction(node, res, name, old, new):
+    """Raises 403 as the real plugin does; old None: a create, new None: a delete."""
+    if res.plural != "nodes":
+        return
+
+    def forbidden(why):
+        return ApiError(403, 'nodes "%s" is forbidden: %s' % (name, why), details=_details(res, name))
+    if name != node:
+        raise forbidden('node "%s" is not allowed to modify node "%s"' % (node, name))
+    if old is None or new is None:
+        if new is not None:
+            bad = sorted(k for k in (new.get("metadata", {}).get("labels") or {}) if _restricted_label(k))
+            if bad:
+                raise forbidden('node "%s" is not allowed to set the following labels: %s' % (node, ", ".join(bad)))
+        return
+    if not json_equal((old.get("spec") or {}).get("taints") or [], (new.get("spec") or {}).get("taints") or []):
+        raise forbidden('node "%s" is not allowed to modify taints' % node)
+    ol = old.get("metadata", {}).get("labels") or {}
+    nl = new.get("metadata", {}).get("labels") or {}
+    bad = sorted(k for k in set(ol) | set(nl) if _restricted_label(k) and ol.get(k) != nl.get(k))
+    if bad:
+        raise forbidden("is not allowed to modify labels: %s" % ", ".join(bad))
+
+
 def bad_request(msg):
     return ApiError(400, msg)
 
@@ -750,7 +795,7 @@ def b64file(path):
 # ---------------------------------------------------------------------------
 # Tokens and users
 
-USER_ALIASES = {"node1": "system:node:node1"}
+USER_ALIASES = {"node1": "system:node:node1", "node2": "system:node:node2"}
 
 DEFAULT_RULES = {
     "admin": [{"verbs": ["*"], "resources": ["*"]}],
@@ -764,6 +809,7 @@ DEFAULT_RULES = {
         {"verbs": ["create", "patch"], "resources": ["events"]},
     ],
 }
+DEFAULT_RULES["system:node:node2"] = DEFAULT_RULES["system:node:node1"]
 
 
 def username_of(short):
@@ -1720,7 +1766,7 @@ class Store:
             return out, list_rv, token, remaining
 
     # -- writes ------------------------------------------------------------
-    def create(self, res, ns, body, dry_run=False):
+    def create(self, res, ns, body, dry_run=False, admit=None):
         with self.lock:
             self._check_body(res, body)
             obj = typed(res, body)
@@ -1755,6 +1801,8 @@ class Store:
             key = obj_key(res, obj)
             if key in self.objs[res.plural]:
                 raise already_exists(res, md["name"])
+            if admit:
+                admit(md["name"], None, obj)
             md["uid"] = str(uuid.uuid4())
             md["creationTimestamp"] = now_rfc3339()
             md["generation"] = 1
@@ -1763,7 +1811,7 @@ class Store:
                 return obj
             return self._commit(res, key, None, obj, "ADDED")
 
-    def _update_locked(self, res, ns, name, body, sub, dry_run, patch=False):
+    def _update_locked(self, res, ns, name, body, sub, dry_run, patch=False, admit=None):
         self._check_body(res, body)
         md = body.get("metadata")
         if not isinstance(md, dict):
@@ -1820,6 +1868,8 @@ class Store:
         default_meta(res, new)
         normalize_meta(new)
         validate(res, new, True)
+        if admit:
+            admit(name, old, new)
         if json_equal(new, old):
             return old                      # no-op: no write, no new resourceVersion, no event
         if dry_run:
@@ -1829,11 +1879,11 @@ class Store:
             return self._commit(res, key, old, None, "DELETED")
         return self._commit(res, key, old, new, "MODIFIED")
 
-    def update(self, res, ns, name, body, sub=None, dry_run=False):
+    def update(self, res, ns, name, body, sub=None, dry_run=False, admit=None):
         with self.lock:
-            return self._update_locked(res, ns, name, body, sub, dry_run)
+            return self._update_locked(res, ns, name, body, sub, dry_run, admit=admit)
 
-    def patch(self, res, ns, name, ptype, doc, sub=None, dry_run=False):
+    def patch(self, res, ns, name, ptype, doc, sub=None, dry_run=False, admit=None):
         with self.lock:
             old = self._get(res, ns, name)
             if old is None:
@@ -1855,13 +1905,15 @@ class Store:
                 if prv and prv != old["metadata"]["resourceVersion"]:
                     raise conflict(res, name)
                 md["resourceVersion"] = old["metadata"]["resourceVersion"]
-            return self._update_locked(res, ns, name, new, sub, dry_run, patch=True)
+            return self._update_locked(res, ns, name, new, sub, dry_run, patch=True, admit=admit)
 
-    def delete(self, res, ns, name, opts=None, dry_run=False):
+    def delete(self, res, ns, name, opts=None, dry_run=False, admit=None):
         with self.lock:
             old = self._get(res, ns, name)
             if old is None:
                 raise not_found(res, name)
+            if admit:
+                admit(name, old, None)
             omd = old["metadata"]
             pre = (opts or {}).get("preconditions") or {}
             if pre.get("uid") and pre["uid"] != omd["uid"]:
@@ -2354,7 +2406,8 @@ class Handler(BaseHTTPRequestHandler):
             if m:
                 u = AUTH.user_of_token(m.group(1))
                 if u:
-                    return u, ["system:authenticated"], "token"
+                    gs = ["system:nodes"] if u.startswith(NODE_USER_PREFIX) else []
+                    return u, gs + ["system:authenticated"], "token"
         return None
 
     def do_GET(self):
@@ -2474,6 +2527,11 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(403, '%s is forbidden: User "%s" cannot %s resource "%s" in API group '
                            '"%s" %s' % (what, user, verb, rbac_res, res.group, where),
                            details=_details(res, name))
+        node = node_name_of(user, groups)
+        admit = None
+        if node is not None and res.plural == "nodes":
+            def admit(oname, old, new):
+                node_restriction(node, res, oname, old, new)
         if res.namespaced and ns is None and name is not None:
             raise ApiError(404, "the server could not find the requested resource")
         if res.namespaced and ns is None and method == "POST":
@@ -2496,13 +2554,13 @@ class Handler(BaseHTTPRequestHandler):
             if name:
                 raise ApiError(405, "the server does not allow this method on the requested resource")
             self.check_json_ctype()
-            obj = STORE.create(res, ns, self.json_body(raw), dry)
+            obj = STORE.create(res, ns, self.json_body(raw), dry, admit)
             return self.send_body(201, obj)
         if method == "PUT":
             if not name:
                 raise ApiError(405, "the server does not allow this method on the requested resource")
             self.check_json_ctype()
-            return self.send_body(200, STORE.update(res, ns, name, self.json_body(raw), sub, dry))
+            return self.send_body(200, STORE.update(res, ns, name, self.json_body(raw), sub, dry, admit))
         if method == "PATCH":
             if not name:
                 raise ApiError(405, "the server does not allow this method on the requested resource")
@@ -2515,7 +2573,7 @@ class Handler(BaseHTTPRequestHandler):
                 raise ApiError(415, "the body of the request was in an unknown format - accepted "
                                "media types include: %s" % acc)
             doc = self.json_body(raw)
-            return self.send_body(200, STORE.patch(res, ns, name, ptype, doc, sub, dry))
+            return self.send_body(200, STORE.patch(res, ns, name, ptype, doc, sub, dry, admit))
         if method == "DELETE":
             opts = self.json_body(raw, required=False) if raw.strip() else None
             if opts is not None and not isinstance(opts, dict):
@@ -2523,7 +2581,7 @@ class Handler(BaseHTTPRequestHandler):
             if sub:
                 raise ApiError(405, "the server does not allow this method on the requested resource")
             if name:
-                obj = STORE.delete(res, ns, name, opts, dry)
+                obj = STORE.delete(res, ns, name, opts, dry, admit)
                 if res.return_deleted or obj["metadata"].get("deletionTimestamp"):
                     return self.send_body(200, obj)
                 d = _details(res, name)
@@ -2537,7 +2595,7 @@ class Handler(BaseHTTPRequestHandler):
             for o in items:
                 try:
                     deleted.append(STORE.delete(res, o["metadata"].get("namespace"),
-                                                o["metadata"]["name"], opts, dry))
+                                                o["metadata"]["name"], opts, dry, admit))
                 except ApiError as e:
                     if e.code != 404:
                         raise
@@ -2944,6 +3002,7 @@ def main():
     AUTH = Auth(d)
     admin_tok = AUTH.ensure("admin")
     AUTH.ensure("node1")
+    AUTH.ensure("node2")
     # resourceVersions keep growing across restarts in one DIR: a client's resourceVersion
     # from before a restart is older than the new history and gets 410, as after etcd loss
     start_rv = 100
@@ -3001,6 +3060,9 @@ def main():
     write_atomic(os.path.join(d, "kubeconfig-node1"), kubeconfig(
         url, "system:node:node1", ["certificate-authority: " + yq(ca)],
         ["tokenFile: " + yq(os.path.join(d, "tokens", "node1"))]), 0o600)
+    write_atomic(os.path.join(d, "kubeconfig-node2"), kubeconfig(
+        url, "system:node:node2", ["certificate-authority: " + yq(ca)],
+        ["tokenFile: " + yq(os.path.join(d, "tokens", "node2"))]), 0o600)
     write_atomic(os.path.join(d, "kubeconfig-node1-cert"), kubeconfig(
         url, "system:node:node1", ["certificate-authority: " + yq(ca)],
         ["client-certificate: " + yq(os.path.join(d, "node1.crt")),

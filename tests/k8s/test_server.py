@@ -304,7 +304,7 @@ class Watch:
 def t_files(S):
     d = S.dir
     names = ["port", "url", "ca.crt", "other-ca.crt", "admin.token", "kubeconfig-admin",
-             "kubeconfig-cert", "kubeconfig-node1", "kubeconfig-node1-cert", "admin.crt",
+             "kubeconfig-cert", "kubeconfig-node1", "kubeconfig-node1-cert", "kubeconfig-node2", "admin.crt",
              "admin.key", "node1.crt", "node1.key", "served.crt", "ready"]
     missing = [n for n in names if not os.path.isfile(os.path.join(d, n))]
     check("DIR has port, ca.crt, tokens, kubeconfigs, ready", not missing, "missing %s" % missing)
@@ -929,6 +929,65 @@ def t_status_subresource(S):
     c.close()
 
 
+def t_node_restriction(S):
+    """NodeRestriction: a node user changes only its own Node, never its taints
+    or its node-restriction.kubernetes.io labels; others are not restricted."""
+    c = Client(S)
+    J, M = "application/json-patch+json", "application/merge-patch+json"
+    taint = {"key": "quarantine.example.com/compromised", "value": "true", "effect": "NoExecute"}
+    for n in ("node1", "node2"):
+        c.req("DELETE", "/api/v1/nodes/" + n)
+        r = c.req("POST", "/api/v1/nodes", node(n, {"node-restriction.kubernetes.io/tenant": "a", "team": "x"},
+                                                  spec={"taints": [taint]}))
+        check("node restriction: the admin creates %s with a taint and a restricted label" % n, r.status == 201, r)
+    tok1 = open(os.path.join(S.dir, "tokens", "node1")).read().strip()
+    tok2 = open(os.path.join(S.dir, "tokens", "node2")).read().strip()
+    n1 = Client(S, token=tok1)
+    r = n1.req("PATCH", "/api/v1/nodes/node1", {"metadata": {"labels": {"team": "y"},
+                                                             "annotations": {"nfd.node.kubernetes.io/taints": "x"}}}, M)
+    check("node restriction: node1 may change its own labels and annotations", r.status == 200, r)
+    r = n1.req("PATCH", "/api/v1/nodes/node1", [{"op": "remove", "path": "/spec/taints"}], J)
+    check("node restriction: node1 may not remove its taints -> 403, the plugin's message",
+          is_status(r, 403, "Forbidden") and r.get("message") ==
+          'nodes "node1" is forbidden: node "node1" is not allowed to modify taints', r)
+    r = n1.req("PATCH", "/api/v1/nodes/node1", {"spec": {"taints": [taint, {"key": "a", "effect": "NoSchedule"}]}}, M)
+    check("node restriction: ... nor add one", is_status(r, 403, "Forbidden"), r)
+    for what, ops in (("remove a node-restriction.kubernetes.io label", [{"op": "remove", "path": "/metadata/labels/node-restriction.kubernetes.io~1tenant"}]),
+                      ("change one", [{"op": "replace", "path": "/metadata/labels/node-restriction.kubernetes.io~1tenant",
+                                   "value": "b"}]),
+                      ("add one in a subdomain", [{"op": "add", "path": "/metadata/labels/x.node-restriction.kubernetes.io~1r",
+                                              "value": "1"}])):
+        r = n1.req("PATCH", "/api/v1/nodes/node1", ops, J)
+        check("node restriction: node1 may not %s -> 403" % what,
+              is_status(r, 403, "Forbidden") and "is not allowed to modify labels: " in r.get("message"), r)
+    r = n1.req("PUT", "/api/v1/nodes/node1", dict(c.req("GET", "/api/v1/nodes/node1").json, spec={}))
+    check("node restriction: ... PUT alike", is_status(r, 403, "Forbidden") and "taints" in r.get("message"), r)
+    r = n1.req("PATCH", "/api/v1/nodes/node2", {"metadata": {"labels": {"team": "z"}}}, M)
+    check("node restriction: node1 may not modify node2",
+          is_status(r, 403, "Forbidden") and r.get("message") ==
+          'nodes "node2" is forbidden: node "node1" is not allowed to modify node "node2"', r)
+    r = n1.req("PATCH", "/api/v1/nodes/node2/status", {"status": {"capacity": {"x.example.com/r": "1"}}}, M)
+    check("node restriction: ... nor its status", is_status(r, 403, "Forbidden"), r)
+    r = n1.req("PATCH", "/api/v1/nodes/node1/status", {"status": {"capacity": {"x.example.com/r": "1"}}}, M)
+    check("node restriction: node1 may patch its own status", r.status == 200, r)
+    n1.close()
+    n2 = Client(S, token=tok2)
+    r = n2.req("PATCH", "/api/v1/nodes/node2", {"metadata": {"labels": {"team": "z"}}}, M)
+    check("node restriction: node2 (kubeconfig-node2) modifies its own Node", r.status == 200, r)
+    n2.close()
+    r = c.req("GET", "/api/v1/nodes/node1")
+    check("node restriction: node1's taint and restricted label are as the admin left them",
+          r.get("spec", "taints") == [taint] and r.get("metadata", "labels") ==
+          {"node-restriction.kubernetes.io/tenant": "a", "team": "y"}, r)
+    r = c.req("PATCH", "/api/v1/nodes/node1", [{"op": "remove", "path": "/spec/taints"},
+                                               {"op": "replace", "path": "/metadata/labels/node-restriction.kubernetes.io~1tenant",
+                                                "value": "b"}], J)
+    check("node restriction: the admin is not restricted", r.status == 200, r)
+    for n in ("node1", "node2"):
+        c.req("DELETE", "/api/v1/nodes/" + n)
+    c.close()
+
+
 def t_watch(S):
     c = Client(S)
     M = "application/merge-patch+json"
@@ -1389,7 +1448,8 @@ def main():
                  ("namespaces", lambda: t_namespaces(S)),
                  ("paging", lambda: t_paging(S)), ("patch", lambda: t_patch(S)),
                  ("validation", lambda: t_validation(S)),
-                 ("status", lambda: t_status_subresource(S)), ("watch", lambda: t_watch(S)),
+                 ("status", lambda: t_status_subresource(S)),
+                 ("node-restriction", lambda: t_node_restriction(S)), ("watch", lambda: t_watch(S)),
                  ("history", lambda: t_watch_history(H)), ("drop", lambda: t_drop(S)),
                  ("faults", lambda: t_faults(S)), ("log", lambda: t_log(S)),
                  ("discovery", lambda: t_discovery(S)), ("ctl", lambda: t_ctl_objects(S)),

@@ -14,10 +14,12 @@
  *       one "NAME LABELS-JSON" line per object, sorted, then counters
  *       ("relists N", "rewatches N") on stderr.
  *   kubetool ... nl-apply NODE DESIRED.json|--prune [--instance I] [--enable-taints]
- *                [--no-overwrite] [--skip-removal]
+ *                [--no-overwrite] [--skip-removal] [--no-record]
  *       core/nodelabels: filters DESIRED ({"labels", "annotations",
  *       "extended_resources", "taints"}, no features for @ values) and applies
- *       it to NODE (or prunes it); prints "changed C requests R"; exit 1 with
+ *       it to NODE (or prunes it) with nfd-master's record label (without it
+ *       with --no-record, as nfd-worker --standalone); prints
+ *       "changed C requests R"; exit 1 with
  *       the error on stderr, 3 when the node does not exist. */
 #include "../../core/json.h"
 #include "../../core/kube.h"
@@ -165,6 +167,7 @@ static int nl_apply_cmd(struct kube *k, struct fb_log *lg, int argc, char **argv
 	char msg[2048];
 
 	nl_policy_init(&p);
+	p.record = 1; /* as nfd-master; --no-record as nfd-worker --standalone */
 	for (int i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--instance") && i + 1 < argc)
 			p.instance = argv[++i];
@@ -172,6 +175,8 @@ static int nl_apply_cmd(struct kube *k, struct fb_log *lg, int argc, char **argv
 			p.enable_taints = 1;
 		else if (!strcmp(argv[i], "--no-overwrite"))
 			p.allow_overwrite = 0;
+		else if (!strcmp(argv[i], "--no-record"))
+			p.record = 0;
 		else if (!strcmp(argv[i], "--skip-removal"))
 			skip = 1;
 	}

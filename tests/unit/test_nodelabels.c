@@ -4,8 +4,9 @@
  * result, which must need no further patch) and prune.
  *
  * JSON in the tables is written with ' for " and these shorthands:
- * F/ = feature.node.kubernetes.io/, N/ = nfd.node.kubernetes.io/ (and F~1,
- * N~1 in JSON Pointers). */
+ * F/ = feature.node.kubernetes.io/, N/ = nfd.node.kubernetes.io/,
+ * R/ = node-restriction.kubernetes.io/ (and F~1, N~1, R~1 in JSON
+ * Pointers); the record label's value (a digest) is compared as 'R'. */
 #include "t.h"
 
 #include "../../core/features.h"
@@ -26,6 +27,7 @@ static char *expand(const char *s)
 	} sh[] = {
 		{ "F/", "feature.node.kubernetes.io/" }, { "F~1", "feature.node.kubernetes.io~1" },
 		{ "N/", "nfd.node.kubernetes.io/" },     { "N~1", "nfd.node.kubernetes.io~1" },
+		{ "R/", "node-restriction.kubernetes.io/" }, { "R~1", "node-restriction.kubernetes.io~1" },
 	};
 	char *out = malloc(strlen(s) * 12 + 1), *o = out;
 
@@ -76,6 +78,35 @@ static const char *show(const struct json *j)
 	snprintf(buf[k], sizeof(buf[k]), "%s", s ? s : "null");
 	free(s);
 	return buf[k];
+}
+
+/* A copy of j with every record label value (a member named "...nfd-record",
+ * or an op on such a path) replaced by "R". Owned. */
+static struct json *masked(const struct json *j)
+{
+	struct json *m = json_dup(j);
+	struct json *stack[64];
+	int n = 0;
+
+	if (m)
+		stack[n++] = m;
+	while (n > 0) {
+		struct json *o = stack[--n];
+		const char *path = json_get_str(o, "path", NULL);
+		char key[300] = ""; /* one record label per labels object */
+
+		if (path && strstr(path, "nfd-record") && json_get(o, "value"))
+			json_set_str(o, "value", "R");
+		for (struct json *c = json_child(o); c; c = json_next(c)) {
+			if (json_key(c) && strstr(json_key(c), "nfd-record") && json_str(c))
+				snprintf(key, sizeof(key), "%s", json_key(c));
+			else if ((json_type(c) == JSON_OBJECT || json_type(c) == JSON_ARRAY) && n < 64)
+				stack[n++] = c;
+		}
+		if (key[0])
+			json_set_str(o, key, "R");
+	}
+	return m;
 }
 
 static void set_from(struct nl_set *s, const char *text)
@@ -421,6 +452,8 @@ static void test_filter_misc(void)
 	"'annotations':{'F/note':'hello'},'ers':{'F/hugecount':'1000','example.com/widgets':'3'},"    \
 	"'taints':[{'key':'F/special','value':'yes','effect':'NoSchedule'}]}"
 
+enum { SIGNED = 2 };
+
 static const struct dcase {
 	const char *name;
 	const char *node, *set;
@@ -428,6 +461,12 @@ static const struct dcase {
 	const char *result;        /* the node after both, NULL: not checked */
 	const char *instance;
 	int no_overwrite, skip_removal, prune;
+	int record;          /* nl_policy.record; SIGNED: and the node carries a record
+			      * that vouches for its annotations */
+	int no_taints;       /* taints disabled (enabled otherwise) */
+	const char *extra, *deny; /* one --extra-label-ns, one --deny-label-ns */
+	const char *tamper;  /* N/feature-labels written after signing: a node's edit */
+	int sign_taints;     /* signed as with taints enabled */
 } dcases[] = {
 	{ "first labelling of a bare node: whole maps added",
 	  BARE, "{'labels':{'F/cpu-avx':'true','example.com/x':'1'},'annotations':{'F/note':'hi'},'ers':{'F/gpu':'2'}}",
@@ -542,25 +581,107 @@ static const struct dcase {
 	  "{'op':'add','path':'/spec','value':{'taints':[{'key':'F/t1','effect':'NoExecute'}]}}]",
 	  "{'metadata':{'name':'n1','resourceVersion':'7','annotations':{'N/taints':'F/t1:NoExecute'}},"
 	  "'spec':{'taints':[{'key':'F/t1','effect':'NoExecute'}]}}" },
-	{ "taints: stale NFD taints removed, foreign and wanted ones kept, a value changed",
+	{ "taints (the record vouches): stale NFD taints removed, foreign and wanted ones kept, a value changed",
 	  "{'metadata':{'name':'n1','resourceVersion':'8','annotations':{'N/taints':'F/t1=v:NoSchedule,F/t2:NoExecute,F/t3=a:NoSchedule'}},"
 	  "'spec':{'taints':[{'key':'F/t1','value':'v','effect':'NoSchedule'},{'key':'foreign','effect':'NoSchedule'},"
 	  "{'key':'F/t2','effect':'NoExecute'},{'key':'F/t3','value':'a','effect':'NoSchedule'}]}}",
 	  "{'taints':[{'key':'F/t2','effect':'NoExecute'},{'key':'F/t3','value':'b','effect':'NoSchedule'}]}", NULL,
 	  "[{'op':'test','path':'/metadata/resourceVersion','value':'8'},"
+	  "{'op':'replace','path':'/metadata/labels/R~1nfd-record','value':'R'},"
 	  "{'op':'replace','path':'/metadata/annotations/N~1taints','value':'F/t2:NoExecute,F/t3=b:NoSchedule'},"
 	  "{'op':'replace','path':'/spec/taints','value':[{'key':'foreign','effect':'NoSchedule'},{'key':'F/t2','effect':'NoExecute'},"
 	  "{'key':'F/t3','value':'b','effect':'NoSchedule'}]}]",
-	  "{'metadata':{'name':'n1','resourceVersion':'8','annotations':{'N/taints':'F/t2:NoExecute,F/t3=b:NoSchedule'}},"
+	  "{'metadata':{'name':'n1','resourceVersion':'8','labels':{'R/nfd-record':'R'},"
+	  "'annotations':{'N/taints':'F/t2:NoExecute,F/t3=b:NoSchedule'}},"
 	  "'spec':{'taints':[{'key':'foreign','effect':'NoSchedule'},{'key':'F/t2','effect':'NoExecute'},"
-	  "{'key':'F/t3','value':'b','effect':'NoSchedule'}]}}" },
-	{ "taints disabled (none wanted): NFD's taints and their annotation go, as upstream",
+	  "{'key':'F/t3','value':'b','effect':'NoSchedule'}]}}", .record = SIGNED },
+	{ "taints: a taint named only by the annotation (no record) is never removed",
+	  "{'metadata':{'name':'n1','resourceVersion':'8','annotations':{'N/taints':'F/t1=v:NoSchedule,F/t2:NoExecute'}},"
+	  "'spec':{'taints':[{'key':'F/t1','value':'v','effect':'NoSchedule'},{'key':'F/t2','effect':'NoExecute'}]}}",
+	  "{'taints':[{'key':'F/t2','effect':'NoExecute'}]}", NULL,
+	  "[{'op':'replace','path':'/metadata/annotations/N~1taints','value':'F/t2:NoExecute'}]", NULL },
+	{ "taints disabled: NFD's own taints and their annotation are left alone, record or not (not as upstream)",
 	  "{'metadata':{'name':'n1','resourceVersion':'9','annotations':{'N/taints':'F/t1:NoSchedule'}},"
 	  "'spec':{'taints':[{'key':'F/t1','effect':'NoSchedule'}]}}",
+	  "{'taints':[{'key':'F/t2','effect':'NoSchedule'}]}", NULL, NULL, NULL, .record = SIGNED, .no_taints = 1 },
+	{ "taints disabled: a record that vouched for the taints annotation still does",
+	  "{'metadata':{'name':'n1','resourceVersion':'9','labels':{'F/a':'1'},'annotations':{'N/taints':'F/t1:NoSchedule',"
+	  "'N/feature-labels':'a'}},'spec':{'taints':[{'key':'F/t1','effect':'NoSchedule'}]}}",
 	  "{}", NULL,
-	  "[{'op':'test','path':'/metadata/resourceVersion','value':'9'},"
-	  "{'op':'remove','path':'/metadata/annotations/N~1taints'},{'op':'remove','path':'/spec/taints'}]",
-	  "{'metadata':{'name':'n1','resourceVersion':'9','annotations':{}},'spec':{}}" },
+	  "[{'op':'remove','path':'/metadata/labels/F~1a'},{'op':'replace','path':'/metadata/labels/R~1nfd-record','value':'R'},"
+	  "{'op':'remove','path':'/metadata/annotations/N~1feature-labels'}]",
+	  NULL, .record = SIGNED, .sign_taints = 1, .no_taints = 1 },
+	/* issue 16: a node (which may edit its own annotations, not its taints or
+	 * node-restriction.kubernetes.io labels) turns the master against the admin */
+	{ "a node's forged taints annotation removes no taint; the master's record replaces it",
+	  "{'metadata':{'name':'n1','resourceVersion':'3','annotations':{'N/taints':'quarantine.example.com/compromised=true:NoExecute'}},"
+	  "'spec':{'taints':[{'key':'quarantine.example.com/compromised','value':'true','effect':'NoExecute'}]}}",
+	  "{}", NULL,
+	  "[{'op':'add','path':'/metadata/labels','value':{'R/nfd-record':'R'}},"
+	  "{'op':'remove','path':'/metadata/annotations/N~1taints'}]",
+	  "{'metadata':{'name':'n1','resourceVersion':'3','labels':{'R/nfd-record':'R'},'annotations':{}},"
+	  "'spec':{'taints':[{'key':'quarantine.example.com/compromised','value':'true','effect':'NoExecute'}]}}",
+	  .record = 1 },
+	{ "... with taints disabled neither the taint nor the annotation is touched",
+	  "{'metadata':{'name':'n1','resourceVersion':'3','annotations':{'N/taints':'quarantine.example.com/compromised=true:NoExecute'}},"
+	  "'spec':{'taints':[{'key':'quarantine.example.com/compromised','value':'true','effect':'NoExecute'}]}}",
+	  "{}", NULL, "[{'op':'add','path':'/metadata/labels','value':{'R/nfd-record':'R'}}]", NULL,
+	  .record = 1, .no_taints = 1 },
+	{ "a node's forged feature-labels removes only what the node could remove and the policy writes",
+	  "{'metadata':{'name':'n1','labels':{'kubernetes.io/hostname':'n1','R/tenant':'a','k8s.io/x':'1','F/stale':'1',"
+	  "'example.com/stale':'1','F/keep':'1'},"
+	  "'annotations':{'N/feature-labels':'R/tenant,kubernetes.io/hostname,k8s.io/x,stale,example.com/stale'}}}",
+	  "{'labels':{'F/keep':'1'}}", NULL,
+	  "[{'op':'remove','path':'/metadata/labels/example.com~1stale'},{'op':'remove','path':'/metadata/labels/F~1stale'},"
+	  "{'op':'add','path':'/metadata/labels/R~1nfd-record','value':'R'},"
+	  "{'op':'replace','path':'/metadata/annotations/N~1feature-labels','value':'keep'}]",
+	  "{'metadata':{'name':'n1','labels':{'kubernetes.io/hostname':'n1','R/tenant':'a','k8s.io/x':'1','F/keep':'1',"
+	  "'R/nfd-record':'R'},'annotations':{'N/feature-labels':'keep'}}}",
+	  .record = 1, .extra = "node-restriction.kubernetes.io" },
+	{ "... the same without a record (nfd-worker --standalone)",
+	  "{'metadata':{'name':'n1','labels':{'kubernetes.io/hostname':'n1','R/tenant':'a','k8s.io/x':'1','F/stale':'1'},"
+	  "'annotations':{'N/feature-labels':'R/tenant,kubernetes.io/hostname,k8s.io/x,stale'}}}",
+	  "{}", NULL,
+	  "[{'op':'remove','path':'/metadata/labels/F~1stale'},{'op':'remove','path':'/metadata/annotations/N~1feature-labels'}]",
+	  "{'metadata':{'name':'n1','labels':{'kubernetes.io/hostname':'n1','R/tenant':'a','k8s.io/x':'1'},'annotations':{}}}" },
+	{ "the record vouches: a label this master wrote goes, even one the node could not remove",
+	  "{'metadata':{'name':'n1','uid':'u1','labels':{'k8s.io/x':'1','F/a':'1'},'annotations':{'N/feature-labels':'a,k8s.io/x'}}}",
+	  "{}", NULL,
+	  "[{'op':'remove','path':'/metadata/labels/F~1a'},{'op':'remove','path':'/metadata/labels/k8s.io~1x'},"
+	  "{'op':'replace','path':'/metadata/labels/R~1nfd-record','value':'R'},"
+	  "{'op':'remove','path':'/metadata/annotations/N~1feature-labels'}]",
+	  "{'metadata':{'name':'n1','uid':'u1','labels':{'R/nfd-record':'R'},'annotations':{}}}", .record = SIGNED },
+	{ "a node edits the annotation the record vouched for: back to hints",
+	  "{'metadata':{'name':'n1','uid':'u1','labels':{'k8s.io/x':'1','F/a':'1','kubernetes.io/hostname':'n1'},"
+	  "'annotations':{'N/feature-labels':'a,k8s.io/x'}}}",
+	  "{}", NULL,
+	  "[{'op':'remove','path':'/metadata/labels/F~1a'},"
+	  "{'op':'replace','path':'/metadata/labels/R~1nfd-record','value':'R'},"
+	  "{'op':'remove','path':'/metadata/annotations/N~1feature-labels'}]",
+	  "{'metadata':{'name':'n1','uid':'u1','labels':{'k8s.io/x':'1','kubernetes.io/hostname':'n1','R/nfd-record':'R'},"
+	  "'annotations':{}}}",
+	  .record = SIGNED, .tamper = "a,k8s.io/x,kubernetes.io/hostname" },
+	{ "the record vouches, but the namespace is denied now: neither removed nor tracked",
+	  "{'metadata':{'name':'n1','labels':{'example.com/a':'1'},'annotations':{'N/feature-labels':'example.com/a'}}}",
+	  "{}", NULL,
+	  "[{'op':'replace','path':'/metadata/labels/R~1nfd-record','value':'R'},"
+	  "{'op':'remove','path':'/metadata/annotations/N~1feature-labels'}]",
+	  "{'metadata':{'name':'n1','labels':{'example.com/a':'1','R/nfd-record':'R'},'annotations':{}}}",
+	  .record = SIGNED, .deny = "example.com" },
+	{ "skip_removal: a forged entry is not carried into the record",
+	  "{'metadata':{'name':'n1','labels':{'kubernetes.io/hostname':'n1','F/a':'1'},"
+	  "'annotations':{'N/feature-labels':'a,kubernetes.io/hostname'}}}",
+	  "{}", NULL,
+	  "[{'op':'add','path':'/metadata/labels/R~1nfd-record','value':'R'},"
+	  "{'op':'replace','path':'/metadata/annotations/N~1feature-labels','value':'a'}]",
+	  NULL, .record = 1, .skip_removal = 1 },
+	{ "an upstream master's node taken over: only the record is added",
+	  UPSTREAM, UPSTREAM_SET, NULL, "[{'op':'add','path':'/metadata/labels/R~1nfd-record','value':'R'}]", NULL,
+	  .record = 1 },
+	{ "a record label is never a feature: the filter drops it (the diff would not remove it)",
+	  "{'metadata':{'name':'n1','labels':{'R/nfd-record':'x'},'annotations':{'N/feature-labels':'R/nfd-record'}}}",
+	  "{}", NULL, "[{'op':'remove','path':'/metadata/annotations/N~1feature-labels'}]", NULL,
+	  .extra = "node-restriction.kubernetes.io" },
 	{ "taints: an untracked taint with the wanted key and effect is taken over",
 	  "{'metadata':{'name':'n1','resourceVersion':'9'},'spec':{'taints':[{'key':'F/t1','value':'x','effect':'NoSchedule',"
 	  "'timeAdded':'2024-01-01T00:00:00Z'}]}}",
@@ -587,13 +708,14 @@ static const struct dcase {
 	  "{'op':'add','path':'/metadata/labels/F~1zeta','value':'1'},{'op':'add','path':'/metadata/labels/sub.F~1m','value':'1'},"
 	  "{'op':'add','path':'/metadata/annotations/N~1feature-labels','value':'a.example.com/b,alpha,sub.F/m,zeta'}]",
 	  NULL },
-	{ "prune: everything NFD tracks, and its annotations",
+	{ "prune (the record vouches): everything NFD tracks, its annotations and the record",
 	  UPSTREAM, NULL,
 	  "[{'op':'remove','path':'/status/capacity/example.com~1widgets'},{'op':'remove','path':'/status/allocatable/example.com~1widgets'},"
 	  "{'op':'remove','path':'/status/capacity/F~1hugecount'},{'op':'remove','path':'/status/allocatable/F~1hugecount'}]",
 	  "[{'op':'test','path':'/metadata/resourceVersion','value':'42'},"
 	  "{'op':'remove','path':'/metadata/labels/example.com~1gpu'},"
 	  "{'op':'remove','path':'/metadata/labels/F~1cpu-cpuid.AVX'},{'op':'remove','path':'/metadata/labels/F~1kernel-version.major'},"
+	  "{'op':'remove','path':'/metadata/labels/R~1nfd-record'},"
 	  "{'op':'remove','path':'/metadata/annotations/F~1note'},{'op':'remove','path':'/metadata/annotations/N~1extended-resources'},"
 	  "{'op':'remove','path':'/metadata/annotations/N~1feature-annotations'},{'op':'remove','path':'/metadata/annotations/N~1feature-labels'},"
 	  "{'op':'remove','path':'/metadata/annotations/N~1taints'},"
@@ -602,7 +724,22 @@ static const struct dcase {
 	  "'annotations':{'kubeadm.alpha.kubernetes.io/cri-socket':'x'}},"
 	  "'spec':{'taints':[{'key':'node-role.kubernetes.io/control-plane','effect':'NoSchedule'}]},"
 	  "'status':{'capacity':{'cpu':'4'},'allocatable':{'cpu':'4'}}}",
-	  .prune = 1 },
+	  .prune = 1, .record = SIGNED },
+	{ "prune without a record (upstream's node): the hints pass, the taint stays",
+	  UPSTREAM, NULL,
+	  "[{'op':'remove','path':'/status/capacity/example.com~1widgets'},{'op':'remove','path':'/status/allocatable/example.com~1widgets'},"
+	  "{'op':'remove','path':'/status/capacity/F~1hugecount'},{'op':'remove','path':'/status/allocatable/F~1hugecount'}]",
+	  "[{'op':'remove','path':'/metadata/labels/example.com~1gpu'},"
+	  "{'op':'remove','path':'/metadata/labels/F~1cpu-cpuid.AVX'},{'op':'remove','path':'/metadata/labels/F~1kernel-version.major'},"
+	  "{'op':'remove','path':'/metadata/annotations/F~1note'},{'op':'remove','path':'/metadata/annotations/N~1extended-resources'},"
+	  "{'op':'remove','path':'/metadata/annotations/N~1feature-annotations'},{'op':'remove','path':'/metadata/annotations/N~1feature-labels'},"
+	  "{'op':'remove','path':'/metadata/annotations/N~1taints'}]",
+	  "{'metadata':{'name':'n1','resourceVersion':'42','labels':{'kubernetes.io/hostname':'n1'},"
+	  "'annotations':{'kubeadm.alpha.kubernetes.io/cri-socket':'x'}},"
+	  "'spec':{'taints':[{'key':'node-role.kubernetes.io/control-plane','effect':'NoSchedule'},"
+	  "{'key':'F/special','value':'yes','effect':'NoSchedule'}]},"
+	  "'status':{'capacity':{'cpu':'4'},'allocatable':{'cpu':'4'}}}",
+	  .prune = 1, .record = 1 },
 	{ "prune: every annotation of the instance's prefix, other instances kept",
 	  "{'metadata':{'name':'n1','labels':{'F/a':'1'},'annotations':{'blue.N/feature-labels':'a','blue.N/anything':'x',"
 	  "'N/feature-labels':'z','N/worker.version':'1','red.N/feature-labels':'y'}}}",
@@ -620,16 +757,51 @@ static const struct dcase {
 	  "{'metadata':{'name':'n1','labels':{'F/a':'1'}}}", NULL, NULL, NULL, .prune = 1 },
 };
 
+static void dcase_policy(const struct dcase *c, struct nl_policy *p)
+{
+	nl_policy_init(p);
+	if (c->instance)
+		p->instance = c->instance;
+	p->allow_overwrite = !c->no_overwrite;
+	p->enable_taints = !c->no_taints;
+	p->record = c->record != 0;
+	p->extra_ns = &c->extra;
+	p->n_extra = c->extra != NULL;
+	p->deny_ns = &c->deny;
+	p->n_deny = c->deny != NULL;
+}
+
+/* Gives node the record label nfd-master would have written for its
+ * annotations as they are, then applies c->tamper. */
+static void sign(const struct dcase *c, struct json *node)
+{
+	struct json *md = json_get(node, "metadata"), *labels = json_get(md, "labels");
+	struct nl_policy p;
+	char rec[NL_RECORD_SIZE], name[300];
+
+	dcase_policy(c, &p);
+	p.enable_taints |= c->sign_taints;
+	if (nl_record_value(&p, node, rec) < 0) {
+		fprintf(stderr, "%s: no record\n", c->name);
+		exit(2);
+	}
+	if (!labels) {
+		json_set_take(md, "labels", json_new_object());
+		labels = json_get(md, "labels");
+	}
+	snprintf(name, sizeof(name), "%s%s" NL_RECORD_NAME, c->instance ? c->instance : "", c->instance ? "." : "");
+	json_set_str(labels, name, rec);
+	if (c->tamper)
+		json_set_str(json_get(md, "annotations"), "nfd.node.kubernetes.io/feature-labels", c->tamper);
+}
+
 static int run_diff(const struct dcase *c, const struct json *node, struct nl_patches *pp)
 {
 	struct nl_policy p;
 	struct nl_set s;
 	int rc;
 
-	nl_policy_init(&p);
-	if (c->instance)
-		p.instance = c->instance;
-	p.allow_overwrite = !c->no_overwrite;
+	dcase_policy(c, &p);
 	set_from(&s, c->set);
 	rc = c->prune ? nl_prune_diff(&p, node, pp) : nl_diff(&p, node, &s, c->skip_removal, pp);
 	nl_set_free(&s);
@@ -645,20 +817,28 @@ static void test_diff(void)
 		char name[300], err[256] = "";
 		int rc;
 
+		struct json *got;
+
 		snprintf(name, sizeof(name), "diff: %s", c->name);
+		if (c->record == SIGNED)
+			sign(c, node);
 		rc = run_diff(c, node, &pp);
 		T_INT(name, rc, 0);
 		T_OK(name, (!ws && !pp.status) || json_equal(pp.status, ws), "status patch %s, want %s", show(pp.status),
 		     show(ws));
-		T_OK(name, (!wm && !pp.meta) || json_equal(pp.meta, wm), "meta patch %s, want %s", show(pp.meta),
-		     show(wm));
+		got = masked(pp.meta);
+		T_OK(name, (!wm && !pp.meta) || json_equal(got, wm), "meta patch %s, want %s", show(got), show(wm));
+		json_free(got);
 		/* the patches apply cleanly, give the expected node, and leave nothing to do */
 		snprintf(name, sizeof(name), "diff: %s: applied", c->name);
 		rc = (pp.status ? patch_apply(node, pp.status, err, sizeof(err)) : 0) ||
 		     (pp.meta ? patch_apply(node, pp.meta, err, sizeof(err)) : 0);
 		T_OK(name, rc == 0, "%s", err);
-		if (wr)
-			T_OK(name, json_equal(node, wr), "node %s, want %s", show(node), show(wr));
+		if (wr) {
+			got = masked(node);
+			T_OK(name, json_equal(got, wr), "node %s, want %s", show(got), show(wr));
+			json_free(got);
+		}
 		snprintf(name, sizeof(name), "diff: %s: then nothing to do", c->name);
 		rc = run_diff(c, node, &again);
 		T_OK(name, rc == 0 && !again.status && !again.meta, "rc %d, status %s, meta %s", rc, show(again.status),
@@ -690,11 +870,32 @@ static void test_diff_misc(void)
 	node = J("{'metadata':{'name':'n','labels':{'F/a':'1','b':'2'},'annotations':{'N/feature-labels':',,,x,,',"
 		 "'N/taints':'garbage,:,=:,F/a=b=c:NoSchedule,:NoSchedule'}},'spec':{'taints':'not a list'}}");
 	T_INT("diff: malformed bookkeeping", nl_diff(&p, node, &s, 0, &pp), 0);
-	T_STR("diff: malformed bookkeeping: only the annotation goes", show(pp.meta),
-	      "[{\"op\":\"remove\",\"path\":\"/metadata/annotations/nfd.node.kubernetes.io~1feature-labels\"},"
-	      "{\"op\":\"remove\",\"path\":\"/metadata/annotations/nfd.node.kubernetes.io~1taints\"}]");
+	T_STR("diff: malformed bookkeeping: only the annotation goes (taints disabled: not theirs)", show(pp.meta),
+	      "[{\"op\":\"remove\",\"path\":\"/metadata/annotations/nfd.node.kubernetes.io~1feature-labels\"}]");
 	nl_patches_free(&pp);
 	json_free(node);
+	{
+		/* the record binds the node's uid (a recreated Node is a new one) and
+		 * says whether it covers the taints annotation */
+		struct json *a = J("{'metadata':{'uid':'u1','annotations':{'N/feature-labels':'a','N/taints':'F/t:NoSchedule'}}}"),
+			    *b = J("{'metadata':{'uid':'u2','annotations':{'N/feature-labels':'a','N/taints':'F/t:NoSchedule'}}}"),
+			    *c = J("{'metadata':{'uid':'u1','annotations':{'N/feature-labels':'a','N/taints':'F/u:NoSchedule'}}}");
+		char ra[NL_RECORD_SIZE], rb[NL_RECORD_SIZE], rc1[NL_RECORD_SIZE], rn[NL_RECORD_SIZE], rcn[NL_RECORD_SIZE];
+
+		p.enable_taints = 1;
+		T_OK("record: a valid label value", nl_record_value(&p, a, ra) == 0 && strlen(ra) == 62 && ra[0] == 't' &&
+		     ra[1] == '-' && strspn(ra + 2, "0123456789abcdef") == 60, "%s", ra);
+		T_OK("record: bound to the uid", nl_record_value(&p, b, rb) == 0 && strcmp(ra, rb) != 0, "%s %s", ra, rb);
+		T_OK("record: covers the taints annotation when taints are enabled",
+		     nl_record_value(&p, c, rc1) == 0 && strcmp(ra, rc1) != 0, "%s", rc1);
+		p.enable_taints = 0;
+		T_OK("record: not when they are disabled",
+		     nl_record_value(&p, a, rn) == 0 && nl_record_value(&p, c, rcn) == 0 && rn[0] == 'n' && !strcmp(rn, rcn),
+		     "%s %s", rn, rcn);
+		json_free(a);
+		json_free(b);
+		json_free(c);
+	}
 }
 
 /* A node with a few hundred labels (looked up through an index, not a walk
