@@ -143,17 +143,20 @@ testing "no token text in the log" "grep -c -F -e \"\$(cat $S/tokens/node1)\" $W
 printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"node3"}}' | k8s_ctl put /api/v1/nodes/node3 - >/dev/null
 printf '{"apiVersion":"gpu.deckhouse.io/v1alpha1","kind":"PhysicalGPU","metadata":{"name":"node3-0000-01-00-0"},"spec":{}}' |
 	k8s_ctl put $P/node3-0000-01-00-0 - >/dev/null
-k8s_ctl set-rules node1 - >/dev/null <<'JSON'
+k8s_ctl set-rules node3 - >/dev/null <<'JSON'
 [{"verbs": ["get", "list", "watch", "patch", "update"], "resources": ["nodes"]},
  {"verbs": ["get", "list", "watch", "create", "update", "patch", "delete"], "resources": ["physicalgpus", "physicalgpus/status"]}]
 JSON
-$FB gpu-node-agent --kubeconfig $S/kubeconfig-node1 --node-name node3 --host-prefix $W/root/ --port 0 --resync 1s >"$W/d3.log" 2>&1 &
+# node3's own identity: under NodeRestriction a node may label only itself
+$FB gpu-node-agent --kubeconfig $S/kubeconfig-node3 --node-name node3 --host-prefix $W/root/ --port 0 --resync 1s >"$W/d3.log" 2>&1 &
 apid=$!
 check "ConfigMap forbidden: the built-in vendors are used and published" wait_for 20 sh -c \
 	"cd $FB_TOP && . tests/k8s/start.sh && K8S_DIR=$S k8s_ctl get $P/node3-0000-03-00-0 >/dev/null && K8S_DIR=$S k8s_ctl get $P/node3-0000-02-00-0 >/dev/null"
 check "... and it says why" grep -q 'using the built-in vendors' "$W/d3.log"
 check "an unlabelled object of our name is skipped with a warning" grep -q 'node3-0000-01-00-0 exists but is not labelled' "$W/d3.log"
 testing "... and left as it was" "k8s_ctl get $P/node3-0000-01-00-0 | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"metadata\"].get(\"labels\"))'" "None\n"
+check "... and node3 is labelled by node3's identity" wait_for 20 sh -c \
+	"cd $FB_TOP && . tests/k8s/start.sh && K8S_DIR=$S k8s_ctl get /api/v1/nodes/node3 | grep -q '\"gpu.deckhouse.io/vendor\"'"
 check "the agent keeps running" kill -0 $apid
 kill -TERM $apid
 wait $apid

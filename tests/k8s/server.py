@@ -795,7 +795,9 @@ def b64file(path):
 # ---------------------------------------------------------------------------
 # Tokens and users
 
-USER_ALIASES = {"node1": "system:node:node1", "node2": "system:node:node2"}
+# node users with a token file and kubeconfig-NODE: each may act only as its own Node
+NODE_USERS = ("node1", "node2", "node3")
+USER_ALIASES = {n: "system:node:" + n for n in NODE_USERS}
 
 DEFAULT_RULES = {
     "admin": [{"verbs": ["*"], "resources": ["*"]}],
@@ -809,7 +811,8 @@ DEFAULT_RULES = {
         {"verbs": ["create", "patch"], "resources": ["events"]},
     ],
 }
-DEFAULT_RULES["system:node:node2"] = DEFAULT_RULES["system:node:node1"]
+for _n in NODE_USERS[1:]:
+    DEFAULT_RULES["system:node:" + _n] = DEFAULT_RULES["system:node:node1"]
 
 
 def username_of(short):
@@ -3001,8 +3004,8 @@ def main():
 
     AUTH = Auth(d)
     admin_tok = AUTH.ensure("admin")
-    AUTH.ensure("node1")
-    AUTH.ensure("node2")
+    for n in NODE_USERS:
+        AUTH.ensure(n)
     # resourceVersions keep growing across restarts in one DIR: a client's resourceVersion
     # from before a restart is older than the new history and gets 410, as after etcd loss
     start_rv = 100
@@ -3057,12 +3060,10 @@ def main():
         url, "admin", ["certificate-authority-data: " + b64file(ca)],
         ["client-certificate-data: " + b64file(os.path.join(d, "admin.crt")),
          "client-key-data: " + b64file(os.path.join(d, "admin.key"))]), 0o600)
-    write_atomic(os.path.join(d, "kubeconfig-node1"), kubeconfig(
-        url, "system:node:node1", ["certificate-authority: " + yq(ca)],
-        ["tokenFile: " + yq(os.path.join(d, "tokens", "node1"))]), 0o600)
-    write_atomic(os.path.join(d, "kubeconfig-node2"), kubeconfig(
-        url, "system:node:node2", ["certificate-authority: " + yq(ca)],
-        ["tokenFile: " + yq(os.path.join(d, "tokens", "node2"))]), 0o600)
+    for n in NODE_USERS:
+        write_atomic(os.path.join(d, "kubeconfig-" + n), kubeconfig(
+            url, "system:node:" + n, ["certificate-authority: " + yq(ca)],
+            ["tokenFile: " + yq(os.path.join(d, "tokens", n))]), 0o600)
     write_atomic(os.path.join(d, "kubeconfig-node1-cert"), kubeconfig(
         url, "system:node:node1", ["certificate-authority: " + yq(ca)],
         ["client-certificate: " + yq(os.path.join(d, "node1.crt")),
