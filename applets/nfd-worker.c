@@ -26,6 +26,10 @@
  * - --standalone (ours): no NodeFeature and no master; the worker labels its
  *   own Node with nfd-master's bookkeeping (core/nodelabels). Only labels:
  *   no NodeFeatureRules, annotations, extended resources or taints.
+ * - What we publish stays within what the API takes (upstream sends it and
+ *   fails): the NodeFeature within 1 MiB, its labels within 128 KiB; the
+ *   longest instance lists lose their tails first, each cut a warning naming
+ *   the feature (cap_spec, features_cap). --standalone bounds the labels.
  * - The custom source runs sources.custom and custom.d (--custom-dir) rules
  *   through the NodeFeatureRule engine (core/rules); upstream's two built-in
  *   legacy rules (rdma.capable, rdma.available) are not included.
@@ -563,6 +567,32 @@ static void custom_labels(struct worker *w, struct features *f, struct json *lab
 	rules_out_free(&out);
 }
 
+/* What we publish must be something the API takes: etcd refuses an object
+ * over 1.5 MiB and the apiserver a body over 3 MiB. The NodeFeature is kept
+ * to 1 MiB of JSON: a third of the way to etcd's limit is left for what the
+ * server adds (metadata, and managedFields, which names every map key again).
+ * Our metadata (names, annotations, owner references) fits in 16 KiB. The
+ * labels are kept to 128 KiB: the master (or --standalone) lists their names
+ * in a Node annotation, and all of a Node's annotations together may take
+ * only 256 KiB. */
+#define NF_MAX (1u << 20)
+#define NF_META_MAX (16u << 10)
+#define NF_LABELS_MAX (128u << 10)
+
+/* Cuts spec to those bounds, with a warning per cut (core/features). Without
+ * a NodeFeature (--standalone) only the labels are published. */
+static void cap_spec(struct worker *w, struct json *spec)
+{
+	char what[600];
+
+	if (w->standalone)
+		snprintf(what, sizeof(what), "labels for node %s", w->node);
+	else
+		snprintf(what, sizeof(what), "NodeFeature %s%s%s", w->ns, *w->ns ? "/" : "", w->node);
+	if (features_cap(spec, w->standalone ? (size_t)-1 : NF_MAX - NF_META_MAX, NF_LABELS_MAX, &w->log, what) < 0)
+		LOG_E(&w->log, "%s: cannot be cut to size", what);
+}
+
 /* One full pass: every enabled source into a new spec {features, labels}. */
 static struct json *discover(struct worker *w)
 {
@@ -694,6 +724,8 @@ static struct json *discover(struct worker *w)
 	features_free(&f);
 	features_free(&scratch);
 	json_free(labels);
+	if (spec)
+		cap_spec(w, spec);
 	metrics_observe(&w->m, w->m_duration, (double)(loop_now_ms() - t0) / 1000.0);
 	LOG_V(&w->log, 1, "discovery took %lld ms", loop_now_ms() - t0);
 	return spec;
