@@ -20,7 +20,9 @@
  * - An owner reference that cannot be built (no POD_NAME/POD_UID, Pod or
  *   Node unreadable) is left out with a warning instead of being fatal.
  * - --host-prefix, --node-name, --print-features, --features-dir are ours;
- *   --port 0 picks a free port (logged). Executable hooks (source.d, removed
+ *   --port 0 picks a free port (logged). --bind-address IP is ours too
+ *   (upstream listens on every interface with no way to choose; that stays
+ *   the default); a value that is not an IP address exits 1. Executable hooks (source.d, removed
  *   upstream in v0.17) run only with sources.local.hooksEnabled: true, each
  *   without a shell, with a 10 s timeout and 64 KiB of output at most.
  * - --standalone (ours): no NodeFeature and no master; the worker labels its
@@ -892,7 +894,8 @@ int nfd_worker_main(int argc, char **argv)
 	int seen_v = 0, rc, ret = 1, owners;
 	long verbosity = 0, port = 8080;
 	struct fb_errinfo ei;
-	char msg[1200], addr[32], hostname[256];
+	const char *bind_ip = ""; /* --bind-address */
+	char msg[1200], addr[80], hostname[256];
 	struct opt opts[] = {
 		{ .lo = "config", .kind = OPT_STR, .dst = &config, .arg = "PATH",
 		  .help = "config file (default " DEFAULT_CONFIG "; missing = defaults)" },
@@ -916,6 +919,8 @@ int nfd_worker_main(int argc, char **argv)
 		  .help = "owner references of the NodeFeature: node,pod,ds (default pod,ds; empty: none)" },
 		{ .lo = "port", .kind = OPT_INT, .dst = &port, .min = 0, .max = 65535, .arg = "N",
 		  .help = "serve /metrics and /healthz on this port (default 8080; 0: any free port)" },
+		{ .lo = "bind-address", .kind = OPT_STR, .dst = &bind_ip, .arg = "IP",
+		  .help = "serve them on this address only (ours; default every interface)" },
 		{ .lo = "host-prefix", .kind = OPT_STR, .dst = &host, .arg = "P",
 		  .help = "read host sys/proc/etc at P+\"sys\"... (default /host- if /host-sys exists, else /)" },
 		{ .lo = "node-name", .kind = OPT_STR, .dst = &node_name, .arg = "NAME",
@@ -943,6 +948,11 @@ int nfd_worker_main(int argc, char **argv)
 	metrics_init(&w.m);
 	if ((rc = opt_parse_only(&spec, argc, argv)) >= 0)
 		return rc;
+	fb_errinfo_init(&ei);
+	if (http_addr_join(addr, sizeof(addr), bind_ip, port, &ei) < 0) {
+		fprintf(stderr, "nfd-worker: --bind-address %s\n", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		return 1;
+	}
 	w.log.v = (int)verbosity;
 	/* defaults < file < --options < flags */
 	fb_errinfo_init(&ei);
@@ -1097,12 +1107,12 @@ int nfd_worker_main(int argc, char **argv)
 	snprintf(w.path, sizeof(w.path), "%s/%s", w.collection, w.node);
 	w.owners = owners;
 	if (!oneshot) { /* probes get answers before the first API request */
-		snprintf(addr, sizeof(addr), ":%ld", port);
 		if (http_server_new(&w.srv, w.l, addr, serve, &w, &ei) < 0) {
 			/* probes will fail and say so; discovery and publishing go on */
 			LOG_E(&w.log, "serving /healthz and /metrics: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
 		} else {
-			LOG_I(&w.log, "serving /healthz and /metrics on port %d", http_server_port(w.srv));
+			LOG_I(&w.log, "serving /healthz and /metrics on port %d%s%s", http_server_port(w.srv),
+			      *bind_ip ? " of " : "", bind_ip);
 		}
 	}
 	if (oneshot) {
