@@ -22,6 +22,9 @@
  *   for a node name); -n may be repeated, each value adds a name.
  * - A compatible property without its final NUL (malformed) has its
  *   unterminated tail dropped with a warning, as the original dropped it.
+ * - A compatible property over 64 KiB (no real board comes near) skips its
+ *   node with a warning naming the node; the other nodes are still labelled
+ *   (the original read any size), from a blob and a directory alike.
  * - Controller mode (the default without -d/-f) labels its own Node with a
  *   JSON merge patch (only the labels that differ), removes the labels under
  *   the exact "<prefix>/" that no longer apply (never "devicetree.orgx/..."),
@@ -151,10 +154,14 @@ static int visit(void *ctx, struct dt *dt, const struct dt_node *node)
 	len = dt_getprop(dt, node, "compatible", &val, &s->ei);
 	if (len == -FB_ENOENT)
 		return 0;
-	if (len < 0)
-		return s->err = (int)len;
 	/* names and strings come from the tree: escaped before they reach a log */
 	log_escape(node->path, strlen(node->path), epath, sizeof(epath));
+	if (len == -FB_E2BIG) { /* one absurd node must not cost the others their labels */
+		LOG_W(&s->log, "node %s: compatible of more than %u KiB, node skipped", epath, DT_PROP_MAX >> 10);
+		return 0;
+	}
+	if (len < 0)
+		return s->err = (int)len;
 	LOG_V(&s->log, 2, "node %s: compatible of %zd bytes", epath, len);
 	/* a NUL-separated string list */
 	for (p = val, end = p + len; p < end; p += strlen(p) + 1) {

@@ -24,6 +24,9 @@
  *   converges later. --oneshot syncs once and exits 1 when it could not.
  * - Flags: --host-prefix (as nfd-worker) replaces --sysfs-path and
  *   --os-release-path; --pci-ids is repeatable instead of a comma list.
+ *   --health-probe-bind-address HOST:PORT and $HEALTH_PROBE_BIND_ADDRESS are
+ *   the prototype's (default :8081); /metrics is served on the same address,
+ *   and --port N (ours) means ":N". A bad address exits 1 naming it.
  */
 #include "applets.h"
 
@@ -1313,6 +1316,8 @@ int gpu_node_agent_main(int argc, char **argv)
 	long verbosity = 0, port = 8081;
 	long long resync = 5 * 60 * 1000;
 	struct fb_errinfo ei;
+	const char *probe_addr = NULL; /* --health-probe-bind-address */
+	int seen_port = 0;
 	char msg[1200], addr[32], hostname[256], idpaths[OPT_LIST_MAX][PATH_MAX];
 	const char *idp[OPT_LIST_MAX];
 	size_t nid = 0;
@@ -1331,8 +1336,11 @@ int gpu_node_agent_main(int argc, char **argv)
 		  .help = "vendor map from a YAML/JSON file instead of the ConfigMap" },
 		{ .lo = "resync", .kind = OPT_DUR, .dst = &resync, .min = 100, .arg = "DUR",
 		  .help = "re-read the server's objects and rescan this often (default 5m)" },
-		{ .lo = "port", .kind = OPT_INT, .dst = &port, .min = 0, .max = 65535, .arg = "N",
+		{ .lo = "port", .kind = OPT_INT, .dst = &port, .seen = &seen_port, .min = 0, .max = 65535, .arg = "N",
 		  .help = "serve /healthz, /readyz and /metrics on this port (default 8081; 0: any free port)" },
+		{ .lo = "health-probe-bind-address", .kind = OPT_STR, .dst = &probe_addr, .arg = "ADDR",
+		  .help = "serve them on HOST:PORT instead (\"127.0.0.1:8081\", \"[::1]:0\"; default "
+			  "$HEALTH_PROBE_BIND_ADDRESS, else \":\" and --port)" },
 		{ .lo = "oneshot", .kind = OPT_FLAG, .dst = &oneshot,
 		  .help = "sync once and exit (1 if that failed)" },
 		{ .lo = "no-publish", .kind = OPT_FLAG, .dst = &no_publish,
@@ -1351,6 +1359,21 @@ int gpu_node_agent_main(int argc, char **argv)
 	if (no_publish && !oneshot) {
 		fprintf(stderr, "gpu-node-agent: --no-publish needs --oneshot\n");
 		return 2;
+	}
+	if (probe_addr && seen_port) {
+		fprintf(stderr, "gpu-node-agent: give --port or --health-probe-bind-address, not both\n");
+		return 2;
+	}
+	if (!probe_addr && !seen_port && (probe_addr = getenv("HEALTH_PROBE_BIND_ADDRESS")) && !*probe_addr)
+		probe_addr = NULL;
+	if (!probe_addr) {
+		snprintf(addr, sizeof(addr), ":%ld", port);
+		probe_addr = addr;
+	}
+	fb_errinfo_init(&ei);
+	if (http_addr_check(probe_addr, &ei) < 0) {
+		fprintf(stderr, "gpu-node-agent: health probe bind address %s\n", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		return 1;
 	}
 	a.log.v = (int)verbosity;
 	a.resync_ms = resync;
@@ -1459,11 +1482,10 @@ int gpu_node_agent_main(int argc, char **argv)
 		json_free(want);
 		goto out;
 	}
-	snprintf(addr, sizeof(addr), ":%ld", port);
-	if (http_server_new(&a.srv, a.l, addr, serve, &a, &ei) < 0)
+	if (http_server_new(&a.srv, a.l, probe_addr, serve, &a, &ei) < 0)
 		LOG_E(&a.log, "serving /healthz and /metrics: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
 	else
-		LOG_I(&a.log, "serving /healthz, /readyz and /metrics on port %d", http_server_port(a.srv));
+		LOG_I(&a.log, "serving /healthz, /readyz and /metrics on port %d (%s)", http_server_port(a.srv), probe_addr);
 	a.nl_fd = uevent_open();
 	if (a.nl_fd < 0 || loop_watch(a.l, a.nl_fd, POLLIN, on_uevent, &a) < 0)
 		LOG_W(&a.log, "no kernel uevents (%s): PCI changes are seen every --resync only", strerror(errno));

@@ -71,6 +71,8 @@
  * - nfdApiParallelism / --nfd-api-parallelism: performance only, ignored.
  * - klog.* other than v: where logs go, ignored (stderr).
  * - Unknown top-level keys: warned about and ignored (upstream ignores them).
+ * - --bind-address IP is ours: upstream serves -port on every interface with
+ *   no way to choose, which stays the default; not an IP address: exit 1.
  */
 #include "applets.h"
 
@@ -2027,7 +2029,8 @@ int nfd_master_main(int argc, char **argv)
 	long long resync = 3600000, gc_interval = 3600000;
 	struct json *file_doc = NULL, *opt_doc = NULL;
 	struct fb_errinfo ei;
-	char msg[1300], addr[32], ident[320], host[256];
+	const char *bind_ip = ""; /* --bind-address */
+	char msg[1300], addr[80], ident[320], host[256];
 	struct opt opts[] = {
 		{ .lo = "config", .kind = OPT_STR, .dst = &config, .arg = "PATH",
 		  .help = "config file (default " DEFAULT_CONFIG "; missing = defaults)" },
@@ -2037,6 +2040,8 @@ int nfd_master_main(int argc, char **argv)
 		  .help = "kubeconfig (default $KUBECONFIG, in-cluster, ~/.kube/config)" },
 		{ .lo = "port", .kind = OPT_INT, .dst = &port, .min = 0, .max = 65535, .arg = "N",
 		  .help = "serve /metrics, /healthz and /readyz on this port (default 8080; 0: any)" },
+		{ .lo = "bind-address", .kind = OPT_STR, .dst = &bind_ip, .arg = "IP",
+		  .help = "serve them on this address only (ours; default every interface)" },
 		{ .lo = "instance", .kind = OPT_STR, .dst = &instance, .arg = "NAME",
 		  .help = "prefix the bookkeeping annotations with NAME. (several masters)" },
 		{ .lo = "prune", .kind = OPT_FLAG, .dst = &prune_flag,
@@ -2076,6 +2081,11 @@ int nfd_master_main(int argc, char **argv)
 	nl_policy_init(&m.pol);
 	if ((rc = opt_parse_only(&spec, argc, argv)) >= 0)
 		return rc;
+	fb_errinfo_init(&ei);
+	if (http_addr_join(addr, sizeof(addr), bind_ip, port, &ei) < 0) {
+		fprintf(stderr, "nfd-master: --bind-address %s\n", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		return 1;
+	}
 	m.log.v = (int)verbosity;
 	if (*instance && !labels_valid_name(instance, strlen(instance))) {
 		fprintf(stderr, "nfd-master: --instance \"%s\": must be 1-63 of [A-Za-z0-9._-], alphanumeric at both ends\n",
@@ -2224,11 +2234,11 @@ int nfd_master_main(int argc, char **argv)
 		goto out;
 	}
 
-	snprintf(addr, sizeof(addr), ":%ld", port);
 	if (http_server_new(&m.srv, m.l, addr, serve, &m, &ei) < 0)
 		LOG_E(&m.log, "serving /healthz, /readyz and /metrics: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
 	else
-		LOG_I(&m.log, "serving /healthz, /readyz and /metrics on port %d", http_server_port(m.srv));
+		LOG_I(&m.log, "serving /healthz, /readyz and /metrics on port %d%s%s", http_server_port(m.srv),
+		      *bind_ip ? " of " : "", bind_ip);
 
 	{
 		static const char *const what[INF_COUNT] = { "NodeFeatureRule", "NodeFeature", "Node", "Namespace" };

@@ -20,7 +20,9 @@
  * - An owner reference that cannot be built (no POD_NAME/POD_UID, Pod or
  *   Node unreadable) is left out with a warning instead of being fatal.
  * - --host-prefix, --node-name, --print-features, --features-dir are ours;
- *   --port 0 picks a free port (logged).
+ *   --port 0 picks a free port (logged). --bind-address IP is ours too
+ *   (upstream listens on every interface with no way to choose; that stays
+ *   the default); a value that is not an IP address exits 1.
  * - Executable hooks (source.d, removed upstream in v0.17) run only with
  *   sources.local.hooksEnabled: true, each without a shell, with a 10 s
  *   timeout and 64 KiB of output at most (upstream: neither). They run
@@ -33,6 +35,10 @@
  *   node's own credentials it writes no record label (NodeRestriction
  *   forbids it), so the feature-labels annotation is a hint: a stale label
  *   is removed only where the node could remove it itself (issue 16).
+ * - What we publish stays within what the API takes (upstream sends it and
+ *   fails): the NodeFeature within 1 MiB, its labels within 128 KiB; the
+ *   longest instance lists lose their tails first, each cut a warning naming
+ *   the feature (cap_spec, features_cap). --standalone bounds the labels.
  * - The custom source runs sources.custom and custom.d (--custom-dir) rules
  *   through the NodeFeatureRule engine (core/rules); upstream's two built-in
  *   legacy rules (rdma.capable, rdma.available) are not included.
@@ -625,6 +631,33 @@ static void custom_labels(struct worker *w, struct features *f, struct json *lab
 	rules_out_free(&out);
 }
 
+/* What we publish must be something the API takes: etcd refuses an object
+ * over 1.5 MiB and the apiserver a body over 3 MiB. The NodeFeature is kept
+ * to 1 MiB of JSON: a third of the way to etcd's limit is left for what the
+ * server adds (metadata, and managedFields, which names every map key again).
+ * Our metadata (names, annotations, owner references) fits in 16 KiB. The
+ * labels are kept to 128 KiB: the master (or --standalone) lists their names
+ * in a Node annotation, and all of a Node's annotations together may take
+ * only 256 KiB. */
+#define NF_MAX (1u << 20)
+#define NF_META_MAX (16u << 10)
+#define NF_LABELS_MAX (128u << 10)
+
+/* Cuts spec to those bounds, with a warning per cut (core/features). Without
+ * a NodeFeature (--standalone) only the labels are published. */
+static void cap_spec(struct worker *w, struct json *spec)
+{
+	char what[600];
+
+	if (w->standalone)
+		snprintf(what, sizeof(what), "labels for node %s", w->node);
+	else
+		snprintf(what, sizeof(what), "NodeFeature %s%s%s", w->ns, *w->ns ? "/" : "", w->node);
+	if (features_cap(spec, w->standalone ? (size_t)-1 : NF_MAX - NF_META_MAX, NF_LABELS_MAX, &w->log, what) < 0)
+		LOG_E(&w->log, "%s: cannot be cut to size", what);
+}
+
+/* One full pass: every enabled source into a new spec {features, labels}. */
 /* A pass: every enabled source into a new spec {features, labels}. With
  * full 0 (a features.d change) only the local and custom sources run, over
  * the built-in sources' result of the last full pass (as upstream, which
@@ -775,6 +808,8 @@ local:
 	features_free(&f);
 	features_free(&scratch);
 	json_free(labels);
+	if (spec)
+		cap_spec(w, spec);
 	if (full)
 		metrics_observe(&w->m, w->m_duration, (double)(loop_now_ms() - t0) / 1000.0);
 	LOG_V(&w->log, 1, "%s took %lld ms", full ? "discovery" : "local source", loop_now_ms() - t0);
@@ -1018,7 +1053,8 @@ int nfd_worker_main(int argc, char **argv)
 	int seen_v = 0, rc, ret = 1, owners;
 	long verbosity = 0, port = 8080;
 	struct fb_errinfo ei;
-	char msg[1200], addr[32], hostname[256];
+	const char *bind_ip = ""; /* --bind-address */
+	char msg[1200], addr[80], hostname[256];
 	struct opt opts[] = {
 		{ .lo = "config", .kind = OPT_STR, .dst = &config, .arg = "PATH",
 		  .help = "config file (default " DEFAULT_CONFIG "; missing = defaults)" },
@@ -1042,6 +1078,8 @@ int nfd_worker_main(int argc, char **argv)
 		  .help = "owner references of the NodeFeature: node,pod,ds (default pod,ds; empty: none)" },
 		{ .lo = "port", .kind = OPT_INT, .dst = &port, .min = 0, .max = 65535, .arg = "N",
 		  .help = "serve /metrics and /healthz on this port (default 8080; 0: any free port)" },
+		{ .lo = "bind-address", .kind = OPT_STR, .dst = &bind_ip, .arg = "IP",
+		  .help = "serve them on this address only (ours; default every interface)" },
 		{ .lo = "host-prefix", .kind = OPT_STR, .dst = &host, .arg = "P",
 		  .help = "read host sys/proc/etc at P+\"sys\"... (default /host- if /host-sys exists, else /)" },
 		{ .lo = "node-name", .kind = OPT_STR, .dst = &node_name, .arg = "NAME",
@@ -1069,6 +1107,11 @@ int nfd_worker_main(int argc, char **argv)
 	metrics_init(&w.m);
 	if ((rc = opt_parse_only(&spec, argc, argv)) >= 0)
 		return rc;
+	fb_errinfo_init(&ei);
+	if (http_addr_join(addr, sizeof(addr), bind_ip, port, &ei) < 0) {
+		fprintf(stderr, "nfd-worker: --bind-address %s\n", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		return 1;
+	}
 	w.log.v = (int)verbosity;
 	/* defaults < file < --options < flags */
 	fb_errinfo_init(&ei);
@@ -1229,12 +1272,12 @@ int nfd_worker_main(int argc, char **argv)
 	snprintf(w.path, sizeof(w.path), "%s/%s", w.collection, w.node);
 	w.owners = owners;
 	if (!oneshot) { /* probes get answers before the first API request */
-		snprintf(addr, sizeof(addr), ":%ld", port);
 		if (http_server_new(&w.srv, w.l, addr, serve, &w, &ei) < 0) {
 			/* probes will fail and say so; discovery and publishing go on */
 			LOG_E(&w.log, "serving /healthz and /metrics: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
 		} else {
-			LOG_I(&w.log, "serving /healthz and /metrics on port %d", http_server_port(w.srv));
+			LOG_I(&w.log, "serving /healthz and /metrics on port %d%s%s", http_server_port(w.srv),
+			      *bind_ip ? " of " : "", bind_ip);
 		}
 	}
 	if (oneshot) {

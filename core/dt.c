@@ -280,6 +280,13 @@ ssize_t dt_getprop(struct dt *dt, const struct dt_node *node, const char *prop,
 		if (!p)
 			return l == -FDT_ERR_NOTFOUND ? -FB_ENOENT
 				: fb_errinfo_set(ei, FB_EBADDT, 0, node->path, fdt_strerror(l));
+		/* the same bound as a directory source, so a tree gives the same
+		 * result whichever way the host exposes it */
+		if ((size_t)l > DT_PROP_MAX) {
+			snprintf(where, sizeof(where), "%s%s%s (in %s)", strcmp(node->path, "/") ? node->path : "",
+				 "/", prop, dt->source);
+			return fb_errinfo_set(ei, FB_E2BIG, 0, where, "property larger than 64 KiB");
+		}
 		*val = p;
 		return l;
 	}

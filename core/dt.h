@@ -13,7 +13,7 @@
 
 #define DT_MAX_DEPTH 64              /* deeper trees are refused (-FB_EDEPTH) */
 #define DT_BLOB_MAX (32u << 20)      /* largest blob we read (-FB_E2BIG) */
-#define DT_PROP_MAX (64u << 10)      /* largest property read from a directory (inclusive) */
+#define DT_PROP_MAX (64u << 10)      /* largest property dt_getprop returns (inclusive) */
 
 struct dt;
 
@@ -53,8 +53,9 @@ int dt_walk(struct dt *dt, dt_visit_fn fn, void *ctx, struct fb_errinfo *ei);
 
 /* Looks up property prop of node. Returns its length and points *val at its
  * bytes (borrowed: valid until the next dt_getprop on dt), -FB_ENOENT when the
- * node has no such property, or -FB_EIO / -FB_E2BIG / -FB_EINVAL (not a
- * regular file) with ei naming the property's path. */
+ * node has no such property, or -FB_EIO / -FB_E2BIG (longer than DT_PROP_MAX,
+ * from a blob or a directory alike) / -FB_EINVAL (not a regular file) with ei
+ * naming the property's path. */
 ssize_t dt_getprop(struct dt *dt, const struct dt_node *node, const char *prop,
 		   const void **val, struct fb_errinfo *ei);
 

@@ -294,3 +294,105 @@ int features_attr_many(struct features *f, const char *feature, const char *cons
 		return -FB_ENOMEM;
 	return json_set_take(set, "elements", built);
 }
+
+/* ---- the size cap ----------------------------------------------------- */
+
+/* How many members of an array or object to keep, from the first, so that
+ * it prints in at most target bytes. A member costs its value, its comma,
+ * and in an object its name ("name":); names are counted unescaped, so the
+ * result can be a little generous: callers measure again. */
+static size_t keep_for(const struct json *c, size_t target)
+{
+	int obj = json_type(c) == JSON_OBJECT;
+	size_t len = 2, k = 0; /* [] or {} */
+
+	for (const struct json *e = json_child(c); e; e = json_next(e), k++) {
+		len += json_print_len(e) + (k ? 1 : 0) + (obj ? strlen(json_key(e)) + 3 : 0);
+		if (len > target)
+			break;
+	}
+	return k;
+}
+
+/* Cuts the labels, in key order, to fit max bytes. Returns 1 when it cut. */
+static int cap_labels(struct json *labels, size_t max, const struct fb_log *lg, const char *what)
+{
+	size_t len = json_print_len(labels), n = json_count(labels), k;
+
+	if (len <= max)
+		return 0;
+	json_sort_keys(labels); /* the same labels survive every pass */
+	k = keep_for(labels, max);
+	while (k && (json_truncate(labels, k), json_print_len(labels) > max))
+		k--;
+	if (!k)
+		json_truncate(labels, 0);
+	LOG_W(lg, "%s: labels over %zu bytes: %zu of %zu labels published, the rest dropped", what, max, k, n);
+	return 1;
+}
+
+/* The biggest (printed) set of a kind, with at least one element; NULL when
+ * none. Borrowed. */
+static struct json *biggest(struct json *spec, enum features_kind kind, size_t *len)
+{
+	struct json *best = NULL;
+
+	*len = 0;
+	for (struct json *s = json_child(json_getv(spec, "features", kind_key[kind], NULL)); s; s = json_next(s)) {
+		size_t l = json_print_len(s);
+
+		if (json_count(json_get(s, "elements")) && l > *len) {
+			best = s;
+			*len = l;
+		}
+	}
+	return best;
+}
+
+int features_cap(struct json *spec, size_t max, size_t labels_max, const struct fb_log *lg, const char *what)
+{
+	struct json *labels = json_get(spec, "labels"), *s;
+	size_t len, slen;
+	int cuts = cap_labels(labels, labels_max, lg, what);
+
+	/* instance lists grow with the devices: the longest loses its tail
+	 * first (devices are listed in address order, so it is the same tail
+	 * every pass), then the next */
+	while ((len = json_print_len(spec)) > max && (s = biggest(spec, FEATURES_INSTANCES, &slen))) {
+		struct json *el = json_get(s, "elements");
+		size_t n = json_count(el), ellen = json_print_len(el), excess = len - max;
+		size_t k = keep_for(el, ellen > excess ? ellen - excess : 0);
+
+		json_truncate(el, k);
+		LOG_W(lg, "%s: over %zu bytes: %s: %zu of %zu instances published, the rest dropped",
+		      what, max, json_key(s), k, n);
+		cuts++;
+	}
+	/* then whole flag and attribute sets, the biggest first (half a set
+	 * would be a lie about the node) */
+	while ((len = json_print_len(spec)) > max) {
+		size_t fl, al;
+		struct json *f = biggest(spec, FEATURES_FLAGS, &fl), *a = biggest(spec, FEATURES_ATTRIBUTES, &al);
+		struct json *map;
+		char *key;
+
+		if (!f && !a)
+			break;
+		s = fl > al ? f : a;
+		map = json_getv(spec, "features", kind_key[fl > al ? FEATURES_FLAGS : FEATURES_ATTRIBUTES], NULL);
+		if (!(key = strdup(json_key(s))))
+			return -FB_ENOMEM;
+		LOG_W(lg, "%s: over %zu bytes: %s (%zu elements) not published", what, max, key,
+		      json_count(json_get(s, "elements")));
+		json_remove(map, key);
+		free(key);
+		cuts++;
+	}
+	/* last, the labels */
+	if (len > max) {
+		size_t llen = json_print_len(labels);
+
+		cuts += cap_labels(labels, llen > len - max ? llen - (len - max) : 2, lg, what);
+	}
+	return json_print_len(spec) > max ? -FB_E2BIG : cuts;
+}

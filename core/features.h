@@ -10,6 +10,7 @@
 #define FB_FEATURES_H
 
 #include "json.h"
+#include "log.h"
 
 struct features {
 	struct json *root;   /* owned: the "features" object above */
@@ -57,5 +58,17 @@ void features_drop(struct features *f, const char *pattern);
  * attributes, instances). Instance arrays keep their order. Returns 0, or
  * -FB_ENOMEM with the tree left as it was. */
 int features_sort(struct features *f);
+
+/* Cuts spec ({"features": ..., "labels": ...}, the NodeFeature spec) until
+ * it prints in at most max bytes and its labels in at most labels_max: the
+ * labels past labels_max go in key order; then the longest instance list
+ * loses its tail (instances follow the devices, the one thing that grows
+ * without bound on a real node), the next longest after it; then whole flag
+ * and attribute sets go, the biggest first; then labels again. Every cut is
+ * a warning on lg starting with what and naming the feature
+ * ("pci.device: 5600 of 9000 instances published"). Returns the number of
+ * cuts (0: nothing to do), -FB_E2BIG when even the empty shape is too big,
+ * or -FB_ENOMEM. */
+int features_cap(struct json *spec, size_t max, size_t labels_max, const struct fb_log *lg, const char *what);
 
 #endif

@@ -1782,11 +1782,57 @@ static int split_addr(const char *addr, char *host, size_t hsize, int *port)
 	hl = (size_t)(colon - addr);
 	if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']')
 		h++, hl -= 2;
+	else if (memchr(h, ':', hl)) /* "::1:8080": an IPv6 host needs brackets, as in Go */
+		return -FB_EINVAL;
 	if (hl >= hsize || memchr(h, '[', hl) || memchr(h, ']', hl))
 		return -FB_EINVAL;
 	memcpy(host, h, hl);
 	host[hl] = '\0';
 	*port = (int)p;
+	return 0;
+}
+
+#define ADDR_SYNTAX "listen address must be HOST:PORT, e.g. \":8080\", \"127.0.0.1:8080\", \"[::1]:8080\""
+
+int http_addr_check(const char *addr, struct fb_errinfo *ei)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+	struct addrinfo *res;
+	char host[256];
+	int port, rc;
+
+	if (split_addr(addr, host, sizeof(host), &port) < 0)
+		return fb_errinfo_set(ei, FB_EINVAL, 0, addr, ADDR_SYNTAX);
+	if (!host[0])
+		return 0;
+	if ((rc = getaddrinfo(host, "0", &hints, &res)) != 0)
+		return fb_errinfo_set(ei, FB_EINVAL, 0, addr, gai_strerror(rc));
+	freeaddrinfo(res);
+	return 0;
+}
+
+int http_addr_join(char *out, size_t size, const char *ip, long port, struct fb_errinfo *ei)
+{
+	unsigned char buf[sizeof(struct in6_addr)];
+	char v6[INET6_ADDRSTRLEN + 2];
+	size_t l = strlen(ip);
+	int n;
+
+	if (l >= 2 && ip[0] == '[' && ip[l - 1] == ']' && l - 2 < sizeof(v6)) { /* "[::1]" as well as "::1" */
+		memcpy(v6, ip + 1, l - 2);
+		v6[l - 2] = '\0';
+		if (inet_pton(AF_INET6, v6, buf) != 1)
+			return fb_errinfo_set(ei, FB_EINVAL, 0, ip, "not an IP address");
+		n = snprintf(out, size, "%s:%ld", ip, port);
+	} else if (!*ip || inet_pton(AF_INET, ip, buf) == 1) {
+		n = snprintf(out, size, "%s:%ld", ip, port);
+	} else if (inet_pton(AF_INET6, ip, buf) == 1) {
+		n = snprintf(out, size, "[%s]:%ld", ip, port);
+	} else {
+		return fb_errinfo_set(ei, FB_EINVAL, 0, ip, "not an IP address");
+	}
+	if (n < 0 || (size_t)n >= size)
+		return fb_errinfo_set(ei, FB_E2BIG, 0, ip, "address too long");
 	return 0;
 }
 
@@ -1825,7 +1871,7 @@ int http_server_new(struct http_server **out, struct loop *loop, const char *add
 
 	*out = NULL;
 	if (split_addr(addr, host, sizeof(host), &port) < 0)
-		return fb_errinfo_set(ei, FB_EINVAL, 0, addr, "listen address must be HOST:PORT");
+		return fb_errinfo_set(ei, FB_EINVAL, 0, addr, ADDR_SYNTAX);
 	if (!host[0]) {
 		/* every interface: one dual-stack socket, or IPv4 alone when the
 		 * host has no IPv6 */

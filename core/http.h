@@ -264,6 +264,14 @@ struct http_server;
  * -FB_E2BIG (loop full), -FB_ENOMEM. */
 int http_server_new(struct http_server **out, struct loop *loop, const char *addr,
 		    http_handler_fn handler, void *ctx, struct fb_errinfo *ei);
+/* Checks addr as http_server_new takes it, without binding: "HOST:PORT",
+ * HOST empty (every interface), an IPv4 address, a bracketed IPv6 address or
+ * a name that resolves. Returns 0 or -FB_EINVAL with ei saying what is wrong. */
+int http_addr_check(const char *addr, struct fb_errinfo *ei);
+/* Joins an IP address alone (a --bind-address as Kubernetes components take
+ * it: "127.0.0.1", "::1" or "[::1]", "" for every interface) and a port into
+ * "HOST:PORT" in out. Returns 0, -FB_EINVAL (not an IP address) or -FB_E2BIG. */
+int http_addr_join(char *out, size_t size, const char *ip, long port, struct fb_errinfo *ei);
 /* The bound port (useful after ":0"). */
 int http_server_port(const struct http_server *s);
 /* Per-request idle timeout (reading a request, writing its reply). */

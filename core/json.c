@@ -637,12 +637,17 @@ struct pbuf {
 	char *p;
 	size_t len, size;
 	int oom;
+	int count_only; /* json_print_len: count the bytes, store none */
 };
 
 static void put(struct pbuf *pb, const char *s, size_t n)
 {
 	if (pb->oom)
 		return;
+	if (pb->count_only) {
+		pb->len += n;
+		return;
+	}
 	if (pb->size - pb->len <= n) {
 		size_t size = pb->size ? pb->size : 256;
 		char *p;
@@ -776,6 +781,38 @@ char *json_print(const struct json *j, size_t *len)
 	if (len)
 		*len = pb.len;
 	return pb.p;
+}
+
+size_t json_print_len(const struct json *j)
+{
+	struct pbuf pb = { .count_only = 1 };
+
+	if (!j)
+		return 0;
+	put_value(&pb, j);
+	return pb.len;
+}
+
+void json_truncate(struct json *j, size_t n)
+{
+	enum json_type t = json_type(j);
+	cJSON *head, *cut;
+
+	if (t != JSON_ARRAY && t != JSON_OBJECT)
+		return;
+	head = cj(j)->child;
+	for (cut = head; cut && n; n--)
+		cut = cut->next;
+	if (!cut)
+		return;
+	if (cut == head) {
+		cj(j)->child = NULL;
+	} else {
+		cut->prev->next = NULL;
+		head->prev = cut->prev; /* cJSON keeps the last member in head->prev */
+	}
+	cut->prev = NULL;
+	cJSON_Delete(cut); /* frees cut and every member after it */
 }
 
 /* Merge sort of a member list by name (byte order), stable; returns the new

@@ -82,6 +82,12 @@ void json_sort_keys(struct json *j);
 /* Compact serialisation; the string is owned by the caller (free()), *len
  * (may be NULL) gets its length. NULL on allocation failure. */
 char *json_print(const struct json *j, size_t *len);
+/* The length json_print would give, without building the string (0 for NULL). */
+size_t json_print_len(const struct json *j);
+
+/* Frees the members of an array or object from index n on (no-op for other
+ * types or when there are at most n). */
+void json_truncate(struct json *j, size_t n);
 
 /* Internal, shared with core/yaml: the 1-based line and column of b[off]
  * (columns count UTF-8 characters, as editors do). */

@@ -101,6 +101,31 @@ testing "unterminated compatible: warned about" \
 testing "devicetree text cannot forge a log line" \
 	"$FB dt-labeller -d --dtb $W/odd.dtb 2>&1 >/dev/null | grep -c -e '^E1129 00:00:00' -e 'x,\\\\x0aE1129'" "1\n"
 
+# A compatible over 64 KiB (DT_PROP_MAX) on one node: that node is skipped with
+# a warning naming it, the others are labelled, exit 0; the same from a blob
+# and from a directory. Exactly 64 KiB is still read.
+{
+	printf '/dts-v1/;\n/ {\n\tcompatible = "arm,big-board";\n'
+	printf '\tcpu@0 { compatible = "arm,cortex-a53"; };\n'
+	printf '\tcpu@1 { compatible = '
+	i=0; while [ $i -lt 6000 ]; do printf '"v,x%08d", ' $i; i=$((i + 1)); done # 6000 x 12 bytes
+	printf '"v,last"; };\n'
+	printf '\tgpu { compatible = "arm,mali"; };\n};\n'
+} >"$W/bigcompat.dts"
+dtc -q -I dts -O dtb -o "$W/bigcompat.dtb" "$W/bigcompat.dts"
+"$FB_TOP/scripts/dtb2dir" "$W/bigcompat.dtb" "$W/bigcompat-root/proc/device-tree"
+BIG="$H$K/arm-big-board: 1\n$K/arm-cortex-a53: 1\n$K/arm-mali: 1\n"
+for src in "--dtb $W/bigcompat.dtb" "--host-prefix $W/bigcompat-root/"; do
+	testing "compatible over 64 KiB ($src): node skipped, others labelled, exit 0" \
+		"$FB dt-labeller -d $src >$W/big.out 2>$W/err; echo \$?; head -n 6 $W/big.out" "0\n$BIG"
+	testing "compatible over 64 KiB ($src): the warning names the node" \
+		"grep -c 'node /cpu@1: compatible of more than 64 KiB, node skipped' $W/err" "1\n"
+done
+head -c 65535 /dev/zero | tr '\0' 'a' >"$W/bigcompat-root/proc/device-tree/cpu@1/compatible"
+printf '\0' >>"$W/bigcompat-root/proc/device-tree/cpu@1/compatible"
+testing "compatible of exactly 64 KiB: read, its name over 63 characters skipped" \
+	"$FB dt-labeller -d --host-prefix $W/bigcompat-root/ 2>$W/err; grep -c 'node /cpu@1: compatible \"aaaa.*gives a label name over 63' $W/err" "${BIG}1\n"
+
 # 3. No devicetree (an x86 node): a warning, no labels, exit 0.
 mkdir -p "$W/empty"
 testing "no devicetree: exit 0, no labels" "$FB dt-labeller -d --host-prefix $W/empty/ 2>/dev/null; echo \$?" "${H}0\n"

@@ -138,4 +138,66 @@ kill -TERM $wpid
 wait $wpid
 wpid=
 
+# 7. More devices than an object the API takes can hold: 1,000 PCI devices
+#    from the generator, each also listed under eleven more addresses
+#    (domains 2000.., as if the node had 12,000 functions; core/pci reads them
+#    like any other), make a pci.device list of about 1.8 MB: etcd refuses
+#    that (the server answers 500 "etcdserver: request is too large", as a
+#    real one). The worker cuts the list to fit 1 MiB, says so, and publishes.
+"$FB_TOP/scripts/gen-pci-fixture" 1000 "$W/bigpci" >/dev/null
+python3 - "$W/bigpci/sys/bus/pci/devices" <<'PY'
+import os, sys
+d = sys.argv[1]
+for n in os.listdir(d):
+    for p in "23456789abc":  # generated domains start with 0 or 1
+        os.symlink(os.readlink(os.path.join(d, n)), os.path.join(d, p + n[1:]))
+PY
+BIG="$FB nfd-worker --kubeconfig $S/kubeconfig-node1 --node-name node1 --config $W/none.conf --host-prefix $W/bigpci/ --features-dir $W/fd --feature-sources pci,local --label-sources pci,local"
+k8s_ctl delete $NFP >/dev/null
+testing "12,000 PCI functions: --oneshot publishes, exit 0, no error" \
+	"$BIG --oneshot 2>$W/big.log; echo \$?; sed -n 's/^E[^]]*] //p' $W/big.log | cut -c1-300" "0\n"
+testing "12,000 PCI functions: the warning names the source cut" \
+	"grep -c 'NodeFeature node-feature-discovery/node1: over [0-9]* bytes: pci.device: [0-9]* of 12000 instances published, the rest dropped' $W/big.log" "1\n"
+nf >"$W/big.json"
+check "12,000 PCI functions: the object holds a capped list, under 1 MiB" python3 - "$W/big.json" <<'PY'
+import json, sys
+o = json.load(open(sys.argv[1]))
+n = len(o["spec"]["features"]["instances"]["pci.device"]["elements"])
+size = len(json.dumps(o, separators=(",", ":")))
+print("# published %d of 12000 pci.device instances, %d bytes" % (n, size), file=sys.stderr)
+assert 4000 < n < 12000, n
+assert size <= 1 << 20, size
+assert o["spec"]["labels"]["edge.example.com/site"] == "lab", o["spec"]["labels"]
+PY
+k8s_ctl clear-log
+testing "the same cut on the next pass: nothing to write" \
+	"$BIG --oneshot 2>/dev/null; echo \$?; k8s_ctl count PUT '^$NFP\$'; k8s_ctl count POST '^$NFP\$'" "0\n0\n0\n"
+
+# 8. --standalone with more labels than a Node's annotations can list (the
+#    bookkeeping annotation names every label; all annotations together may
+#    take 256 KiB): the labels are cut to 128 KiB, with a warning.
+k8s_ctl set-rules node1 - >/dev/null <<'JSON'
+[{"verbs": ["get", "list", "watch", "patch", "update"], "resources": ["nodes"]}]
+JSON
+mkdir -p "$W/fdbig"
+for f in 1 2 3 4 5 6 7 8; do
+	awk -v f=$f 'BEGIN { for (i = 0; i < 1000; i++) printf "edge.example.com/accelerator-slot-%d-%04d=true\n", f, i }' >"$W/fdbig/slots$f"
+done
+printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"node1"}}' | k8s_ctl put /api/v1/nodes/node1 - >/dev/null
+SA="$FB nfd-worker --standalone --oneshot --kubeconfig $S/kubeconfig-node1 --node-name node1 --config $W/none.conf --host-prefix $W/root/ --features-dir $W/fdbig --feature-sources local --label-sources local"
+testing "standalone, 8,000 labels: exit 0, no error" \
+	"$SA 2>$W/sa.log; echo \$?; sed -n 's/^E[^]]*] //p' $W/sa.log | cut -c1-300" "0\n"
+testing "standalone, 8,000 labels: the warning says how many were published" \
+	"grep -c 'labels for node node1: labels over 131072 bytes: [0-9]* of 8000 labels published, the rest dropped' $W/sa.log" "1\n"
+k8s_ctl get /api/v1/nodes/node1 >"$W/node1.json"
+check "standalone, 8,000 labels: the Node holds the first ones, in key order" python3 - "$W/node1.json" <<'PY'
+import json, sys
+md = json.load(open(sys.argv[1]))["metadata"]
+l = sorted(k for k in md.get("labels", {}) if k.startswith("edge.example.com/"))
+print("# standalone: %d of 8000 labels" % len(l), file=sys.stderr)
+assert 1000 < len(l) < 8000, len(l)
+assert l == ["edge.example.com/accelerator-slot-%d-%04d" % (i // 1000 + 1, i % 1000) for i in range(len(l))], l[:3]
+assert len(json.dumps(md.get("annotations", {}))) < 256 * 1024
+PY
+
 done_testing

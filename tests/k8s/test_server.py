@@ -631,7 +631,21 @@ def t_crud(S):
     c = Client(S)
     big = cm("big", data={"k": "x" * (1600 * 1024)})
     r = c.req("POST", "/api/v1/namespaces/default/configmaps", big)
-    check("object over 1.5 MiB -> 422", is_status(r, 422, "Invalid"), r)
+    check("object over 1.5 MiB -> 500 from etcd, as a real apiserver answers",
+          is_status(r, 500, "InternalError") and r.get("message") == "etcdserver: request is too large", r)
+    r = c.req("GET", "/api/v1/namespaces/default/configmaps/big")
+    check("object over 1.5 MiB: not stored", is_status(r, 404, "NotFound"), r)
+    ok = cm("big", data={"k": "x" * (1400 * 1024)})
+    r = c.req("POST", "/api/v1/namespaces/default/configmaps", ok)
+    check("object of 1.4 MiB: stored", r.status == 201, r)
+    ok["data"]["k"] = "x" * (1600 * 1024)
+    ok["metadata"]["resourceVersion"] = r.get("metadata", "resourceVersion")
+    r = c.req("PUT", "/api/v1/namespaces/default/configmaps/big", ok)
+    check("update to over 1.5 MiB -> 500 from etcd", is_status(r, 500, "InternalError"), r)
+    r = c.req("PATCH", "/api/v1/namespaces/default/configmaps/big",
+              {"data": {"k2": "y" * (200 * 1024)}}, ctype="application/merge-patch+json")
+    check("merge patch to over 1.5 MiB -> 500 from etcd", is_status(r, 500, "InternalError"), r)
+    r = c.req("DELETE", "/api/v1/namespaces/default/configmaps/big")
     c.close()
 
 

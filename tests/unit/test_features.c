@@ -5,8 +5,10 @@
 #include "../../core/err.h"
 #include "../../core/features.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static char *print(const struct json *j)
 {
@@ -64,6 +66,46 @@ static const struct {
 /* patterns that must not match anything: not exact, no trailing star */
 static const char *const no_drops[] = { "pci", "pci.dev", "pci.device.", "*.device", "cpu.cpuid*x",
 					"", "PCI.device" };
+
+/* features_cap: labels in key order, then the longest instance list's tail,
+ * then whole sets, each cut fitting the bound and nothing more. */
+static void test_cap(void)
+{
+	static const char spec_json[] =
+		"{\"features\":{\"flags\":{\"cpu.cpuid\":{\"elements\":{\"AVX\":{}}}},"
+		"\"attributes\":{\"kernel.config\":{\"elements\":{\"A\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}}},"
+		"\"instances\":{\"pci.device\":{\"elements\":[{\"attributes\":{\"n\":\"1\"}},"
+		"{\"attributes\":{\"n\":\"2\"}},{\"attributes\":{\"n\":\"3\"}},{\"attributes\":{\"n\":\"4\"}}]},"
+		"\"usb.device\":{\"elements\":[{\"attributes\":{\"n\":\"1\"}}]}}},"
+		"\"labels\":{\"b\":\"1\",\"a\":\"2\",\"c\":\"3\"}}";
+	struct fb_log lg;
+	struct json *spec;
+	size_t full;
+
+	log_init(&lg);
+	lg.fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	spec = json_parse(spec_json, sizeof(spec_json) - 1, "spec", NULL);
+	full = json_print_len(spec);
+	T_INT("cap: fits, no cut", features_cap(spec, full, 1000, &lg, "t"), 0);
+	T_INT("cap: fits, unchanged", json_print_len(spec), full);
+	T_INT("cap: labels over their bound: one cut", features_cap(spec, full, 17, &lg, "t"), 1);
+	T_STR("cap: ...the first labels in key order stay", print(json_get(spec, "labels")),
+	      "{\"a\":\"2\",\"b\":\"1\"}");
+	full = json_print_len(spec);
+	T_INT("cap: 40 bytes over: the longest list is cut", features_cap(spec, full - 40, 1000, &lg, "t"), 1);
+	T_INT("cap: ...to 2 of 4 instances", json_count(json_getv(spec, "features", "instances", "pci.device",
+								   "elements", NULL)), 2);
+	T_OK("cap: ...and fits", json_print_len(spec) <= full - 40, "%zu", json_print_len(spec));
+	full = json_print_len(spec);
+	T_OK("cap: then lists down to nothing, then the biggest set goes",
+	     features_cap(spec, full - 95, 1000, &lg, "t") > 0 &&
+	     !json_getv(spec, "features", "attributes", "kernel.config", NULL) &&
+	     json_getv(spec, "features", "flags", "cpu.cpuid", NULL) && json_print_len(spec) <= full - 95,
+	     "%s", print(spec));
+	T_INT("cap: too small for the empty shape", features_cap(spec, 10, 1000, &lg, "t"), -FB_E2BIG);
+	json_free(spec);
+	close(lg.fd);
+}
 
 int main(void)
 {
@@ -180,5 +222,6 @@ int main(void)
 
 	/* a freed (or failed) tree refuses politely */
 	T_INT("sort without a tree", features_sort(&f), -FB_ENOMEM);
+	test_cap();
 	return t_done();
 }

@@ -1365,6 +1365,42 @@ static void test_server(void)
 	loop_free(x.l);
 }
 
+/* Listen addresses: upstream's HOST:PORT syntax, and --bind-address IP. */
+static void test_addrs(void)
+{
+	static const struct { const char *addr; int ok; } checks[] = {
+		{ ":8080", 1 }, { "127.0.0.1:8080", 1 }, { "[::1]:8080", 1 }, { "0.0.0.0:0", 1 },
+		{ ":0", 1 }, { "localhost:80", 1 },
+		{ "8080", 0 }, { "127.0.0.1", 0 }, { "::1:8080", 0 }, { ":65536", 0 }, { ":80a", 0 },
+		{ "", 0 }, { "300.1.1.1:80", 0 }, { "[::1:80", 0 }, { "127.0.0.1:", 0 },
+	};
+	static const struct { const char *ip; long port; const char *out; } joins[] = {
+		{ "", 8080, ":8080" }, { "127.0.0.1", 0, "127.0.0.1:0" }, { "::1", 9, "[::1]:9" },
+		{ "[::1]", 9, "[::1]:9" }, { "fe80::1", 80, "[fe80::1]:80" },
+		{ "127.0.0.1:80", 1, NULL }, { "localhost", 1, NULL }, { "[127.0.0.1]", 1, NULL },
+		{ "1.2.3.4.5", 1, NULL }, { "[]", 1, NULL }, { " 127.0.0.1", 1, NULL },
+	};
+	struct fb_errinfo ei;
+	char name[160], out[80];
+
+	for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
+		snprintf(name, sizeof(name), "addr_check \"%s\"", checks[i].addr);
+		fb_errinfo_init(&ei);
+		T_INT(name, http_addr_check(checks[i].addr, &ei), checks[i].ok ? 0 : -FB_EINVAL);
+	}
+	for (size_t i = 0; i < sizeof(joins) / sizeof(joins[0]); i++) {
+		int rc;
+
+		snprintf(name, sizeof(name), "addr_join \"%s\" %ld", joins[i].ip, joins[i].port);
+		fb_errinfo_init(&ei);
+		rc = http_addr_join(out, sizeof(out), joins[i].ip, joins[i].port, &ei);
+		if (joins[i].out)
+			T_STR(name, rc == 0 ? out : "(error)", joins[i].out);
+		else
+			T_INT(name, rc, -FB_EINVAL);
+	}
+}
+
 int main(void)
 {
 	struct loop *l;
@@ -1377,6 +1413,7 @@ int main(void)
 		return perror("loop_new"), 2;
 	/* the loop blocked SIGTERM; only the signalfd test needs that */
 	unblock_term();
+	test_addrs();
 	test_parser_tables();
 	test_parser_caps();
 	test_parser_lookup();

@@ -170,6 +170,8 @@ static void test_round(void)
 		out = j ? json_print(j, &len) : NULL;
 		snprintf(name, sizeof(name), "print reparses equal %zu", i);
 		T_OK(name, k && json_equal(j, k) && out && len == strlen(out), "not equal");
+		snprintf(name, sizeof(name), "json_print_len equals the printed length %zu", i);
+		T_OK(name, !j || json_print_len(j) == len, "%zu != %zu", json_print_len(j), len);
 		free(out);
 		json_free(k);
 		json_free(j);
@@ -432,6 +434,39 @@ static void test_equal(void)
 	T_INT("equal NULL NULL", json_equal(NULL, NULL), 0);
 }
 
+/* json_truncate keeps the first n members, arrays and objects alike, and
+ * leaves a list that can still grow (cJSON keeps the tail in head->prev). */
+static void test_truncate(void)
+{
+	static const struct { const char *in; size_t n; const char *out; } cases[] = {
+		{ "[1,2,3,4]", 2, "[1,2,\"x\"]" },
+		{ "[1,2,3,4]", 0, "[\"x\"]" },
+		{ "[1,2]", 5, "[1,2,\"x\"]" },
+		{ "[]", 0, "[\"x\"]" },
+		{ "{\"a\":1,\"b\":2,\"c\":3}", 1, "{\"a\":1,\"z\":\"x\"}" },
+		{ "{\"a\":1}", 0, "{\"z\":\"x\"}" },
+	};
+	char name[200];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct json *j = P(cases[i].in);
+		char *out;
+
+		json_truncate(j, cases[i].n);
+		if (json_type(j) == JSON_ARRAY)
+			json_append_take(j, json_new_string("x"));
+		else
+			json_set_str(j, "z", "x");
+		out = json_print(j, NULL);
+		snprintf(name, sizeof(name), "truncate %s to %zu, then add", cases[i].in, cases[i].n);
+		T_STR(name, out, cases[i].out);
+		free(out);
+		json_free(j);
+	}
+	json_truncate(NULL, 0);
+	T_OK("truncate NULL: no-op", 1, "%s", "");
+}
+
 int main(void)
 {
 	t_suite = "json";
@@ -442,5 +477,6 @@ int main(void)
 	test_ints();
 	test_build();
 	test_equal();
+	test_truncate();
 	return t_done();
 }
