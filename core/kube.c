@@ -571,6 +571,7 @@ int kube_framer_feed(struct kube_framer *f, const char *data, size_t len, kube_e
 #define TOKEN_MAX (64u << 10)
 #define TOKEN_REREAD_MS 60000
 #define WATCH_EVENT_MAX ((size_t)16 << 20)
+#define WATCH_SLICE_MS 20 /* events handled in one go before the loop runs again */
 
 struct kube {
 	struct kube_config cfg;  /* owned copy */
@@ -598,6 +599,7 @@ struct kube_watch {
 	int watching;            /* fd registered with the loop */
 	int deadline_timer;      /* fails a stream the server forgot to end */
 	int end_timer;           /* a failed open is reported from the loop */
+	int resume_timer;        /* more to read after the loop has run (watch_readable) */
 	long long last_ms;       /* when the stream last delivered an event or bookmark */
 	enum kube_watch_end why; /* for end_timer */
 	struct fb_errinfo ei;    /* for end_timer */
@@ -1016,6 +1018,8 @@ static void watch_finish(struct kube_watch *w, enum kube_watch_end why, const st
 	}
 	loop_timer_cancel(w->loop, w->deadline_timer);
 	w->deadline_timer = 0;
+	loop_timer_cancel(w->loop, w->resume_timer);
+	w->resume_timer = 0;
 	http_stream_free(w->s);
 	w->s = NULL;
 	w->end(w->ctx, why, ei); /* may free w */
@@ -1061,18 +1065,32 @@ static int watch_event(void *ctx, const char *type, struct json *object)
 	return 0;
 }
 
+static void watch_resume(void *ctx);
+
+/* Reads and handles events until nothing is left, or for WATCH_SLICE_MS: a
+ * stream of big events (a node rewriting a 1 MB object) must not hold up the
+ * loop (probes, lease renewal, the other watches). The rest is read from a
+ * timer, not on the fd's next readiness: TLS may hold it already decrypted. */
 static void watch_readable(void *ctx, int fd, short revents)
 {
 	struct kube_watch *w = ctx;
 	struct fb_errinfo ei;
 	char buf[16384];
+	long long start = loop_now_ms();
 
 	(void)fd;
 	(void)revents;
 	fb_errinfo_init(&ei);
 	for (;;) {
-		ssize_t n = http_stream_read(w->s, buf, sizeof(buf), &ei);
+		ssize_t n;
 		int rc;
+
+		if (loop_now_ms() - start >= WATCH_SLICE_MS) {
+			if (!w->resume_timer && (w->resume_timer = loop_timer(w->loop, 0, watch_resume, w)) < 0)
+				w->resume_timer = 0; /* no timer free: the fd's next readiness then */
+			return;
+		}
+		n = http_stream_read(w->s, buf, sizeof(buf), &ei);
 
 		if (n == -FB_EAGAIN) {
 			/* TLS may want to write: follow what the stream asks for */
@@ -1100,6 +1118,15 @@ static void watch_readable(void *ctx, int fd, short revents)
 			return;
 		}
 	}
+}
+
+static void watch_resume(void *ctx)
+{
+	struct kube_watch *w = ctx;
+
+	w->resume_timer = 0;
+	if (w->s)
+		watch_readable(w, http_stream_fd(w->s), POLLIN);
 }
 
 int kube_watch_start(struct kube_watch **out, struct kube *k, struct loop *l, const char *path,
@@ -1192,6 +1219,7 @@ void kube_watch_free(struct kube_watch *w)
 		return;
 	loop_timer_cancel(w->loop, w->deadline_timer);
 	loop_timer_cancel(w->loop, w->end_timer);
+	loop_timer_cancel(w->loop, w->resume_timer);
 	if (w->watching)
 		loop_unwatch(w->loop, http_stream_fd(w->s));
 	http_stream_free(w->s);
