@@ -910,18 +910,27 @@ int kube_list_pages(struct kube *k, const char *path, kube_page_fn fn, void *ctx
 		    size_t rv_size, struct fb_errinfo *ei)
 {
 	char target[2048], cont[1024] = "";
-	int restarted = 0, first = 1, rc;
+	int restarted = 0, first = 1, rc, limit = k->opts.page_size;
 
 	for (;;) {
 		struct kube_result res;
 		const char *sep = strchr(path, '?') ? "&" : "?";
 
 		if (cont[0])
-			snprintf(target, sizeof(target), "%s%slimit=%d&continue=%s", path, sep,
-				 k->opts.page_size, cont);
+			snprintf(target, sizeof(target), "%s%slimit=%d&continue=%s", path, sep, limit, cont);
 		else
-			snprintf(target, sizeof(target), "%s%slimit=%d", path, sep, k->opts.page_size);
+			snprintf(target, sizeof(target), "%s%slimit=%d", path, sep, limit);
 		rc = kube_request(k, "GET", target, NULL, NULL, 0, &res, ei);
+		if (rc == -FB_E2BIG && limit > 1) {
+			/* a page over the body cap: objects near the API's 1.5 MiB
+			 * (22 make 32 MiB), which a node can write. The same page
+			 * again, half as long, and so on for the rest of the list */
+			limit /= 2;
+			LOG_W(k->log, "GET %s: the page is over the size cap; asking for %d items a page", path, limit);
+			if (ei)
+				fb_errinfo_init(ei);
+			continue;
+		}
 		if (rc < 0)
 			return rc;
 		if (res.status == 410 && cont[0] && !restarted) {
