@@ -17,6 +17,22 @@
  * they are patched (as upstream); a node whose desired state is what was
  * last written is not touched at all, except by the resync.
  *
+ * What one node may cost (a node may write any NodeFeature): an object over
+ * NF_MAX_BYTES of JSON (1.5 MiB, etcd's default limit; clusters can raise it)
+ * or with more than NF_MAX_LABELS labels (10,000: twenty times the largest
+ * real node's few hundred, and about what a Node can carry, since every
+ * label's name goes into the feature-labels annotation and a Node's
+ * annotations share 256 KiB) is refused whole with a warning naming it,
+ * counted (nfd_master_nodefeatures_rejected_total, ours), and what it said
+ * before is dropped. Below that, keeping, merging, filtering and hashing an
+ * object are linear in its size (hash maps, no json_set_take over big
+ * objects, nothing printed to be hashed). "@" label values are looked up in
+ * the node's own objects: each node counts the feature names its objects
+ * name, and an object kept before a name appeared is read again with one
+ * GET when the node is next updated (never a relist). Watch events and node
+ * updates run in slices, and core/loop polls between two slices, so probes,
+ * the lease and other nodes' events go on (tests/applets/nfd-master-hostile.sh).
+ *
  * Deliberate deviations:
  * - Losing the leader lease stops writing at once but does not exit the
  *   process (upstream exits); it stays a candidate, watching.
@@ -37,6 +53,9 @@
  * - --gc-interval is ours (upstream's nfd-gc has -gc-interval).
  * - No --namespaces filter: NodeFeatures of every namespace are read (the
  *   spec's optional list, upstream's restrictions.nodeFeatureNamespaceSelector).
+ * - NodeFeatures over 1.5 MiB or 10,000 labels are refused (upstream
+ *   processes anything the API stores); nfd_master_nodefeatures_rejected_total
+ *   is ours.
  */
 #include "applets.h"
 

@@ -198,6 +198,22 @@ check "... the update after it is applied" wait_for 15 has_label node2 feature.n
 check "... the refused object's label is not" has_label node2 feature.node.kubernetes.io/huge ""
 testing "refusals counted in nfd_master_nodefeatures_rejected_total (10 + 1 + 1)" \
 	"curl -s http://127.0.0.1:$P/metrics | awk '/^nfd_master_nodefeatures_rejected_total /{print (\$2 >= 12)}'" "1\n"
+# An "@" value looks up the features of all of the node's objects: a new
+# name reads the node's other objects again, one GET each, never the list.
+k8s_ctl clear-log
+k8s_ctl put $NFAPI/namespaces/$NSP/nodefeatures/node2-feat - >/dev/null <<'JSON'
+{"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeature",
+ "metadata": {"name": "node2-feat", "namespace": "node-feature-discovery",
+              "labels": {"nfd.node.kubernetes.io/node-name": "node2"}},
+ "spec": {"features": {"attributes": {"vendor.board": {"elements": {"model": "m42"}}}}}}
+JSON
+put_nf node2 node2 '{"round":"lookup","board":"@vendor.board.model"}'
+check "a lookup in another object of the node, named after it was read" \
+	wait_for 15 has_label node2 feature.node.kubernetes.io/board m42
+testing "... that object read again with one GET, nothing listed" \
+	"k8s_ctl count get '^$NFAPI/namespaces/$NSP/nodefeatures/node2-feat\$' --no-watch; k8s_ctl count list '^$NFAPI/nodefeatures\$' --no-watch" "1\n0\n"
+put_nf node2 node2 '{"round":"lookup-gone"}'
+check "... the lookup gone: the label goes" wait_for 15 has_label node2 feature.node.kubernetes.io/board ""
 check "the master is still alive" kill -0 $mpid
 kill -TERM $mpid
 wait $mpid
