@@ -688,6 +688,8 @@ static char *nf_keep(struct master *m, struct nf *o, const struct json *spec)
 
 		if (!dst || json_set_take(feats, kinds[k], dst) < 0)
 			goto out;
+		if (json_type(src) != JSON_OBJECT)
+			continue; /* not a map of features: nothing to keep */
 		free(win.s);
 		memset(&win, 0, sizeof(win));
 		for (const struct json *c = json_child(src); c; c = json_next(c))
@@ -1489,8 +1491,7 @@ static int nf_refetch(struct master *m, struct node *n)
 		if ((rc = kube_request(m->k, "GET", path, NULL, NULL, 0, &res, &ei)) == -FB_ECANCELED)
 			return rc;
 		if (rc == 0 && res.status == 200 && json_type(res.body) == JSON_OBJECT) {
-			o->hash = 0; /* the same object, kept anew */
-			o->dyn_gen = n->dyn_gen;
+			o->hash = 0; /* the same object, kept anew (nf_keep brings dyn_gen up) */
 			rc = nf_apply(m, res.body, 0);
 		} else if (rc == 0 && res.status == 404) {
 			o->dyn_gen = n->dyn_gen; /* gone: the watch says so soon */
