@@ -17,6 +17,22 @@
  * they are patched (as upstream); a node whose desired state is what was
  * last written is not touched at all, except by the resync.
  *
+ * What one node may cost (a node may write any NodeFeature): an object over
+ * NF_MAX_BYTES of JSON (1.5 MiB, etcd's default limit; clusters can raise it)
+ * or with more than NF_MAX_LABELS labels (10,000: twenty times the largest
+ * real node's few hundred, and about what a Node can carry, since every
+ * label's name goes into the feature-labels annotation and a Node's
+ * annotations share 256 KiB) is refused whole with a warning naming it,
+ * counted (nfd_master_nodefeatures_rejected_total, ours), and what it said
+ * before is dropped. Below that, keeping, merging, filtering and hashing an
+ * object are linear in its size (hash maps, no json_set_take over big
+ * objects, nothing printed to be hashed). "@" label values are looked up in
+ * the node's own objects: each node counts the feature names its objects
+ * name, and an object kept before a name appeared is read again with one
+ * GET when the node is next updated (never a relist). Watch events and node
+ * updates run in slices, and core/loop polls between two slices, so probes,
+ * the lease and other nodes' events go on (tests/applets/nfd-master-hostile.sh).
+ *
  * Deliberate deviations:
  * - Losing the leader lease stops writing at once but does not exit the
  *   process (upstream exits); it stays a candidate, watching.
@@ -73,6 +89,9 @@
  * - Unknown top-level keys: warned about and ignored (upstream ignores them).
  * - --bind-address IP is ours: upstream serves -port on every interface with
  *   no way to choose, which stays the default; not an IP address: exit 1.
+ * - NodeFeatures over 1.5 MiB or 10,000 labels are refused (upstream
+ *   processes anything the API stores); nfd_master_nodefeatures_rejected_total
+ *   is ours.
  */
 #include "applets.h"
 
@@ -119,6 +138,8 @@ static const char usage[] =
 #define RETRY_BASE_MS 50     /* per-node retry: 50 ms .. 100 s, as upstream's queue */
 #define RETRY_MAX_MS 100000
 #define FAILS_COUNTED 15     /* upstream counts a failure after 15 requeues */
+#define NF_MAX_BYTES (1536 * 1024) /* a NodeFeature's JSON: what etcd stores by default */
+#define NF_MAX_LABELS 10000  /* spec.labels of one NodeFeature (see the header) */
 
 /* ---- a string-keyed hash table ------------------------------------------ */
 
@@ -214,12 +235,22 @@ struct nf {                    /* one NodeFeature object */
 	struct nf *next;       /* the node's other objects */
 	uint64_t hash;         /* spec, owner references, node name, pod uid */
 	char *data;            /* {"labels":{...},"features":{...}} kept part, owned */
+	char **dyn;            /* features its "@" label values name (with repeats), owned */
+	size_t n_dyn;
+	unsigned dyn_gen;      /* the node's dyn_gen when data was kept */
 	int seen;
+};
+
+struct dref {                  /* a feature some "@" label value of a node names */
+	size_t refs;           /* how many such values, over the node's objects */
+	char name[];
 };
 
 struct node {
 	char *name;            /* owned */
 	struct nf *nfs;
+	struct smap dyn;       /* name -> struct dref: what its objects keep for "@" values */
+	unsigned dyn_gen;      /* bumped when dyn gains a name: objects kept before lack it */
 	unsigned exists : 1, dirty : 1, force : 1, processed : 1, pending_delete : 1, seen : 1;
 	uint64_t applied;      /* hash of the desired state last written */
 	int fails;
@@ -287,12 +318,11 @@ struct master {
 	int relist_nf;                 /* the refs grew: list NodeFeatures again */
 	int flush_timer, dirty;
 	long long flush_due;           /* loop_now_ms() when flush_timer fires */
-	char **ndyn;                   /* features "@..." values in NodeFeature labels name, sorted */
-	size_t n_ndyn;
 	/* restrictions.*: the node-feature namespace selector is a server-side
 	 * labelSelector on the Namespace list and watch; nss is what it selects */
 	int ns_filter, deny_nf_labels, disable_labels, disable_annotations, disable_ers;
 	struct smap nss;
+	int m_rej_nfs;
 };
 
 static int synced(const struct master *m)
@@ -368,8 +398,57 @@ static void node_gc_entry(struct master *m, struct node *n)
 	if (n->exists || n->nfs)
 		return;
 	smap_del(&m->nodes, n->name);
+	free(n->dyn.s); /* empty: every object took its names back */
 	free(n->name);
 	free(n);
+}
+
+/* ---- "@" lookups: what a node's objects keep ---------------------------- */
+
+/* An "@" label value is looked up in the features merged from all of the
+ * node's objects, so each of them keeps every feature any of them names. The
+ * node counts the names its objects' labels use (each object adds its own
+ * list and takes it back when it changes or goes): linear in an object's
+ * labels, and a name no object uses any more is gone. */
+static void dyn_del(struct node *n, char *const *v, size_t k)
+{
+	for (size_t i = 0; i < k; i++) {
+		struct dref *d = smap_get(&n->dyn, v[i]);
+
+		if (d && !--d->refs) {
+			smap_del(&n->dyn, d->name);
+			free(d);
+		}
+	}
+}
+
+/* How many of the names are new to the node, or -FB_ENOMEM (nothing added). */
+static long dyn_add(struct node *n, char *const *v, size_t k)
+{
+	long added = 0;
+
+	for (size_t i = 0; i < k; i++) {
+		struct dref *d = smap_get(&n->dyn, v[i]);
+		size_t len = strlen(v[i]);
+
+		if (d) {
+			d->refs++;
+			continue;
+		}
+		if (!(d = malloc(sizeof(*d) + len + 1))) {
+			dyn_del(n, v, i);
+			return -FB_ENOMEM;
+		}
+		d->refs = 1;
+		memcpy(d->name, v[i], len + 1);
+		if (smap_put(&n->dyn, d->name, d) < 0) {
+			free(d);
+			dyn_del(n, v, i);
+			return -FB_ENOMEM;
+		}
+		added++;
+	}
+	return added;
 }
 
 /* ---- features the rules need -------------------------------------------- */
@@ -393,14 +472,14 @@ static int ref_elem(const struct master *m, const char *feature, const char *ele
 	return snprintf(buf, sizeof(buf), "%s\n%s", feature, element) < (int)sizeof(buf) && ref_has(m, buf);
 }
 
-/* 0: the rules never look at feature; 1: at all of it; 2: at some elements */
-static int ref_mode(const struct master *m, const char *feature)
+/* 0: neither the rules nor an "@" value of node nd look at feature; 1: at
+ * all of it; 2: the rules at some elements */
+static int ref_mode(const struct master *m, const struct node *nd, const char *feature)
 {
 	char buf[512];
 	size_t lo = 0, hi = m->n_refs, n;
 
-	if (ref_has(m, feature) ||
-	    (m->n_ndyn && bsearch(&feature, m->ndyn, m->n_ndyn, sizeof(char *), str_cmp)))
+	if (ref_has(m, feature) || smap_get(&nd->dyn, feature))
 		return 1;
 	n = (size_t)snprintf(buf, sizeof(buf), "%s\n", feature);
 	if (n >= sizeof(buf))
@@ -566,13 +645,40 @@ nomem:
 	return NULL;
 }
 
-/* The part of a NodeFeature spec the master needs, printed. Owned. */
-static char *nf_keep(struct master *m, const struct json *spec)
+static void nf_free_dyn(struct nf *o)
 {
+	for (size_t i = 0; i < o->n_dyn; i++)
+		free(o->dyn[i]);
+	free(o->dyn);
+	o->dyn = NULL;
+	o->n_dyn = 0;
+}
+
+/* Members of an object by name, the last of a name winning: win maps each
+ * name to the member kept. Keeping only those, in one more walk, is linear
+ * where json_set_take (which looks for the name among every member) is
+ * quadratic. name is the member's key or a suffix of it. */
+static int win_note(struct smap *win, const char *name, const struct json *c)
+{
+	return smap_put(win, name, (void *)c);
+}
+
+static int win_is(const struct smap *win, const char *name, const struct json *c)
+{
+	return smap_get(win, name) == c;
+}
+
+/* The part of NodeFeature o's spec the master needs, printed. Owned, NULL
+ * on ENOMEM. Takes o's "@" lookups to its node first (o->node is set). */
+static char *nf_keep(struct master *m, struct nf *o, const struct json *spec)
+{
+	struct node *nd = o->node;
 	struct json *keep = json_new_object(), *feats = json_new_object(), *lab = json_get(spec, "labels");
 	const struct json *have = json_get(spec, "features");
 	struct refs_acc dyn = { 0 };
+	struct smap win = { 0 };
 	char *out = NULL;
+	long grew;
 
 	if (!keep || !feats)
 		goto out;
@@ -586,53 +692,63 @@ static char *nf_keep(struct master *m, const struct json *spec)
 		 * half the bytes; a prefixed key wins over the same key unprefixed.
 		 * Not off "<default>/a/b": merging would read "a/b" as a label of
 		 * namespace a (tests/fuzz/corpus/nodefeature/edge0) */
-		for (int pass = 0; pass < 2; pass++)
-			for (const struct json *c = json_child(lab); c; c = json_next(c)) {
-				const char *k = json_key(c);
-				int prefixed = strncmp(k, NL_DEFAULT_NS "/", pl) == 0 && !strchr(k + pl, '/');
+		for (int emit = 0; emit < 2; emit++)
+			for (int pass = 0; pass < 2; pass++)
+				for (const struct json *c = json_child(lab); c; c = json_next(c)) {
+					const char *k = json_key(c);
+					int prefixed = strncmp(k, NL_DEFAULT_NS "/", pl) == 0 && !strchr(k + pl, '/');
 
-				if (!json_str(c) || prefixed != pass)
-					continue;
-				if (json_set_str(kl, prefixed ? k + pl : k, json_str(c)) < 0)
-					goto out;
-				refs_add_dynamic(&dyn, json_str(c), 1);
-			}
+					if (!json_str(c) || prefixed != pass)
+						continue;
+					k = prefixed ? k + pl : k;
+					if (!emit) {
+						if (win_note(&win, k, c) < 0)
+							goto out;
+						continue;
+					}
+					if (!win_is(&win, k, c))
+						continue;
+					if (json_add_take(kl, k, json_new_string(json_str(c))) < 0)
+						goto out;
+					refs_add_dynamic(&dyn, json_str(c), 1);
+				}
 	}
-	/* an "@" value is looked up in the features merged from all of the
-	 * node's objects: every object keeps what any object's labels name */
-	for (size_t i = 0; i < dyn.n; i++) {
-		const char *f = dyn.v[i];
-		size_t at = 0;
-		char **v;
-
-		while (at < m->n_ndyn && strcmp(m->ndyn[at], f) < 0)
-			at++;
-		if (at < m->n_ndyn && strcmp(m->ndyn[at], f) == 0)
-			continue;
-		if (!(v = realloc(m->ndyn, (m->n_ndyn + 1) * sizeof(*v))))
-			goto out;
-		m->ndyn = v;
-		memmove(v + at + 1, v + at, (m->n_ndyn - at) * sizeof(*v));
-		v[at] = dyn.v[i];
-		dyn.v[i] = NULL;
-		m->n_ndyn++;
-		m->relist_nf = 1; /* objects read before need it kept too */
-		LOG_V(&m->log, 1, "a NodeFeature label looks up %s: keeping it", f);
+	/* the node's lookups: this object's names in, its old ones out */
+	if (dyn.nomem || (grew = dyn_add(nd, dyn.v, dyn.n)) < 0)
+		goto out;
+	dyn_del(nd, o->dyn, o->n_dyn);
+	nf_free_dyn(o);
+	o->dyn = dyn.v;
+	o->n_dyn = dyn.n;
+	dyn.v = NULL;
+	dyn.n = 0;
+	if (grew) {
+		/* the node's other objects were kept without these: read again
+		 * before the node is next updated (nf_refetch) */
+		nd->dyn_gen++;
+		LOG_V(&m->log, 1, "NodeFeature %s: its labels look up %ld more features of node %s", o->key, grew,
+		      nd->name);
 	}
+	o->dyn_gen = nd->dyn_gen;
 	for (int k = 0; k < 3; k++) {
 		const struct json *src = json_get(have, kinds[k]);
 		struct json *dst = json_new_object();
 
 		if (!dst || json_set_take(feats, kinds[k], dst) < 0)
 			goto out;
+		if (json_type(src) != JSON_OBJECT)
+			continue; /* not a map of features: nothing to keep */
+		free(win.s);
+		memset(&win, 0, sizeof(win));
+		for (const struct json *c = json_child(src); c; c = json_next(c))
+			if (win_note(&win, json_key(c), c) < 0)
+				goto out;
 		for (const struct json *c = json_child(src); c; c = json_next(c)) {
-			int mode = ref_mode(m, json_key(c));
-			struct json *part;
+			int mode = ref_mode(m, nd, json_key(c));
 
-			if (mode == 0)
+			if (mode == 0 || !win_is(&win, json_key(c), c))
 				continue;
-			part = mode == 1 ? json_dup(c) : keep_some(m, k, json_key(c), c);
-			if (json_set_take(dst, json_key(c), part) < 0)
+			if (json_add_take(dst, json_key(c), mode == 1 ? json_dup(c) : keep_some(m, k, json_key(c), c)) < 0)
 				goto out;
 		}
 	}
@@ -646,6 +762,7 @@ out:
 	for (size_t i = 0; i < dyn.n; i++)
 		free(dyn.v[i]);
 	free(dyn.v);
+	free(win.s);
 	json_free(feats);
 	json_free(keep);
 	return out;
@@ -657,6 +774,8 @@ static void nf_unlink(struct nf *o)
 
 	if (!o->node)
 		return;
+	dyn_del(o->node, o->dyn, o->n_dyn);
+	nf_free_dyn(o);
 	for (pp = &o->node->nfs; *pp && *pp != o; pp = &(*pp)->next)
 		;
 	if (*pp)
@@ -665,15 +784,21 @@ static void nf_unlink(struct nf *o)
 	o->node = NULL;
 }
 
+static void nf_free(struct nf *o)
+{
+	nf_free_dyn(o);
+	free(o->key);
+	free(o->data);
+	free(o);
+}
+
 static void nf_delete(struct master *m, struct nf *o)
 {
 	struct node *n = o->node;
 
 	nf_unlink(o);
 	smap_del(&m->nfs, o->key);
-	free(o->key);
-	free(o->data);
-	free(o);
+	nf_free(o);
 	if (n) {
 		n->pending_delete = 1;
 		if (n->exists)
@@ -683,15 +808,58 @@ static void nf_delete(struct master *m, struct nf *o)
 	}
 }
 
+/* The bytes string s takes in compact JSON, quotes included. */
+static size_t json_str_size(const char *s)
+{
+	size_t n = 2;
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		n += c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t' ? 2
+			: c < 0x20 ? 6 : 1;
+	}
+	return n;
+}
+
+/* Hashes j by walking it and adds to *size (may be NULL) the bytes of its
+ * compact JSON: a 1 MB object is not printed to a 1 MB string for either. */
+static uint64_t hash_walk(const struct json *j, uint64_t h, size_t *size)
+{
+	size_t n = 0;
+	enum json_type t = json_type(j);
+
+	if (t == JSON_OBJECT || t == JSON_ARRAY) {
+		h = fnv(t == JSON_OBJECT ? "{" : "[", 1, h);
+		n = 2;
+		for (const struct json *c = json_child(j); c; c = json_next(c)) {
+			if (t == JSON_OBJECT) {
+				h = fnv(json_key(c), strlen(json_key(c)) + 1, h);
+				n += json_str_size(json_key(c)) + 1;
+			}
+			n += c != json_child(j); /* the comma */
+			h = hash_walk(c, h, size);
+		}
+		h = fnv(t == JSON_OBJECT ? "}" : "]", 1, h);
+	} else if (t == JSON_STRING) {
+		h = fnv("s", 1, h);
+		h = fnv(json_str(j), strlen(json_str(j)) + 1, h);
+		n = json_str_size(json_str(j));
+	} else if (t != JSON_INVALID) {
+		char *p = json_print(j, &n); /* null, true, 1.5 */
+
+		if (p)
+			h = fnv(p, n, h);
+		free(p);
+	}
+	if (size)
+		*size += n;
+	return h;
+}
+
 static uint64_t hash_json(const struct json *j, uint64_t h)
 {
-	char *s = j ? json_print(j, NULL) : NULL;
-
-	if (s)
-		h = fnv(s, strlen(s), h);
-	h = fnv("|", 1, h);
-	free(s);
-	return h;
+	return fnv("|", 1, hash_walk(j, h, NULL));
 }
 
 static int nf_apply(struct master *m, const struct json *obj, int deleted)
@@ -711,6 +879,25 @@ static int nf_apply(struct master *m, const struct json *obj, int deleted)
 		if (o)
 			nf_delete(m, o);
 		return 0;
+	}
+	{
+		/* beyond sane bounds: refused whole before anything else is done
+		 * with it, and what it said before no longer counts */
+		size_t size = 0, nl = json_count(json_get(json_get(obj, "spec"), "labels"));
+		char why[96] = "";
+
+		if (nl > NF_MAX_LABELS)
+			snprintf(why, sizeof(why), "%zu labels, more than %d", nl, NF_MAX_LABELS);
+		else if (hash_walk(obj, 0, &size), size > NF_MAX_BYTES)
+			snprintf(why, sizeof(why), "%zu bytes of JSON, more than %d", size, NF_MAX_BYTES);
+		if (why[0]) {
+			LOG_W(&m->log, "NodeFeature %s (node %s): %s; refused, not processed", key,
+			      node && *node ? node : "?", why);
+			metrics_inc(&m->mx, m->m_rej_nfs, 1);
+			if (o)
+				nf_delete(m, o);
+			return 0;
+		}
 	}
 	if (!node || !*node) {
 		LOG_E(&m->log, "NodeFeature %s has no %s label; ignoring it", key, NODE_NAME_LABEL);
@@ -764,7 +951,7 @@ static int nf_apply(struct master *m, const struct json *obj, int deleted)
 		n->nfs = o;
 	}
 	free(o->data);
-	if (!(o->data = nf_keep(m, json_get(obj, "spec")))) {
+	if (!(o->data = nf_keep(m, o, json_get(obj, "spec")))) {
 		o->hash = 0;
 		return -FB_ENOMEM;
 	}
@@ -983,9 +1170,7 @@ static int gc_node(struct master *m, struct node *n)
 		/* the watch's DELETED event will find nothing left to do */
 		nf_unlink(o);
 		smap_del(&m->nfs, o->key);
-		free(o->key);
-		free(o->data);
-		free(o);
+		nf_free(o);
 	}
 	return 0;
 }
@@ -1168,20 +1353,120 @@ static int nf_order(const struct master *m, const struct nf *a, const struct nf 
 	return strcmp(a->ns, b->ns);
 }
 
+/* A node's labels by name, in the order first set, the last value set
+ * winning: the merge of its objects and the rule outputs in linear time
+ * (json_set_take looks for the name among every member). Values borrowed. */
+struct lmap {
+	struct smap idx;       /* name -> index + 1 */
+	char **keys;           /* owned */
+	const char **vals;
+	size_t n, cap;
+};
+
+static int lmap_set(struct lmap *b, const char *key, const char *value)
+{
+	uintptr_t i = (uintptr_t)smap_get(&b->idx, key);
+
+	if (i) {
+		b->vals[i - 1] = value;
+		return 0;
+	}
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 64;
+		char **k = realloc(b->keys, cap * sizeof(*k));
+		const char **v;
+
+		if (!k)
+			return -FB_ENOMEM;
+		b->keys = k;
+		if (!(v = realloc(b->vals, cap * sizeof(*v))))
+			return -FB_ENOMEM;
+		b->vals = v;
+		b->cap = cap;
+	}
+	if (!(b->keys[b->n] = strdup(key)))
+		return -FB_ENOMEM;
+	if (smap_put(&b->idx, b->keys[b->n], (void *)(uintptr_t)(b->n + 1)) < 0) {
+		free(b->keys[b->n]);
+		return -FB_ENOMEM;
+	}
+	b->vals[b->n++] = value;
+	return 0;
+}
+
 /* "x" -> "feature.node.kubernetes.io/x"; others as they are. */
-static int set_prefixed(struct json *labels, const char *key, const char *value)
+static int lmap_set_prefixed(struct lmap *b, const char *key, const char *value)
 {
 	char full[400];
 
 	if (strchr(key, '/'))
-		return json_set_str(labels, key, value);
+		return lmap_set(b, key, value);
 	snprintf(full, sizeof(full), NL_DEFAULT_NS "/%s", key);
-	return json_set_str(labels, full, value);
+	return lmap_set(b, full, value);
 }
 
-/* Merges one kept NodeFeature into the node's features and labels (labels
- * NULL: its labels are not used). */
-static int merge_one(struct features *f, struct json *labels, const struct json *kept)
+/* The labels as an object. Owned, NULL on ENOMEM. */
+static struct json *lmap_json(const struct lmap *b)
+{
+	struct json *o = json_new_object();
+
+	for (size_t i = 0; o && i < b->n; i++)
+		if (json_add_take(o, b->keys[i], json_new_string(b->vals[i])) < 0) {
+			json_free(o);
+			return NULL;
+		}
+	return o;
+}
+
+static void lmap_free(struct lmap *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		free(b->keys[i]);
+	free(b->keys);
+	free(b->vals);
+	free(b->idx.s);
+}
+
+/* Merges the elements of one object's feature into have, the feature
+ * merged so far: instances appended, other elements by name, the later
+ * object's winning. Linear: the merged set is built anew. */
+static int merge_elements(struct json *have, int kind, const struct json *el)
+{
+	struct json *hel = json_get(have, "elements"), *nel;
+	struct smap win = { 0 };
+	int rc = -FB_ENOMEM;
+
+	if (!hel)
+		return json_set_take(have, "elements", json_dup(el));
+	if (kind == 2 || json_type(hel) != JSON_OBJECT || json_type(el) != JSON_OBJECT) {
+		for (const struct json *e = json_child(el); e; e = json_next(e))
+			if ((kind == 2 ? json_append_take(hel, json_dup(e))
+			     : json_key(e) ? json_set_take(hel, json_key(e), json_dup(e)) : 0) < 0)
+				return -FB_ENOMEM;
+		return 0;
+	}
+	if (!(nel = json_new_object()))
+		return -FB_ENOMEM;
+	for (const struct json *e = json_child(el); e; e = json_next(e))
+		if (win_note(&win, json_key(e), e) < 0)
+			goto out;
+	for (const struct json *e = json_child(hel); e; e = json_next(e))
+		if (!smap_get(&win, json_key(e)) && json_add_take(nel, json_key(e), json_dup(e)) < 0)
+			goto out;
+	for (const struct json *e = json_child(el); e; e = json_next(e))
+		if (win_is(&win, json_key(e), e) && json_add_take(nel, json_key(e), json_dup(e)) < 0)
+			goto out;
+	rc = json_set_take(have, "elements", nel);
+	nel = NULL;
+out:
+	json_free(nel);
+	free(win.s);
+	return rc;
+}
+
+/* Merges one kept NodeFeature into the node's features (fidx: name ->
+ * feature merged so far, per kind) and labels. */
+static int merge_one(struct features *f, struct smap fidx[3], struct lmap *labels, const struct json *kept)
 {
 	const struct json *feats = json_get(kept, "features"), *lab = json_get(kept, "labels");
 
@@ -1189,28 +1474,16 @@ static int merge_one(struct features *f, struct json *labels, const struct json 
 		struct json *dst = json_get(f->root, kinds[k]);
 
 		for (const struct json *c = json_child(json_get(feats, kinds[k])); c; c = json_next(c)) {
-			struct json *have = json_get(dst, json_key(c));
-			const struct json *el = json_get(c, "elements");
+			struct json *have = smap_get(&fidx[k], json_key(c)), *d;
 
 			if (!have) {
-				if (json_set_take(dst, json_key(c), json_dup(c)) < 0)
+				if (!(d = json_dup(c)) || json_add_take(dst, json_key(c), d) < 0 ||
+				    smap_put(&fidx[k], json_key(d), d) < 0)
 					return -FB_ENOMEM;
 				continue;
 			}
-			struct json *hel = json_get(have, "elements");
-
-			if (!hel) {
-				if (json_set_take(have, "elements", json_dup(el)) < 0)
-					return -FB_ENOMEM;
-				continue;
-			}
-			for (const struct json *e = json_child(el); e; e = json_next(e)) {
-				int rc = k == 2 ? json_append_take(hel, json_dup(e))
-					: json_set_take(hel, json_key(e), json_dup(e));
-
-				if (rc < 0)
-					return -FB_ENOMEM;
-			}
+			if (merge_elements(have, k, json_get(c, "elements")) < 0)
+				return -FB_ENOMEM;
 		}
 	}
 	if (!labels)
@@ -1219,7 +1492,7 @@ static int merge_one(struct features *f, struct json *labels, const struct json 
 	for (int pass = 0; pass < 2; pass++)
 		for (const struct json *c = json_child(lab); c; c = json_next(c))
 			if ((strchr(json_key(c), '/') != NULL) == pass && json_str(c) &&
-			    set_prefixed(labels, json_key(c), json_str(c)) < 0)
+			    lmap_set_prefixed(labels, json_key(c), json_str(c)) < 0)
 				return -FB_ENOMEM;
 	return 0;
 }
@@ -1256,12 +1529,15 @@ static int desired(struct master *m, struct node *n, struct nl_set *set)
 	struct features f;
 	struct rules_out out;
 	struct nf *v[64];
+	struct json *kept[64] = { NULL }; /* the labels' values stay theirs until the end */
+	struct lmap labels = { 0 };
+	struct smap fidx[3] = { { 0 } };
 	size_t nv = 0;
 	int rc = -FB_ENOMEM;
 
 	memset(set, 0, sizeof(*set));
 	memset(&out, 0, sizeof(out));
-	if (features_init(&f) < 0 || rules_out_init(&out) < 0 || !(set->labels = json_new_object()))
+	if (features_init(&f) < 0 || rules_out_init(&out) < 0)
 		goto out;
 	for (struct nf *o = n->nfs; o; o = o->next) {
 		if (!ns_selected(m, o->ns))
@@ -1278,15 +1554,12 @@ static int desired(struct master *m, struct node *n, struct nl_set *set)
 	}
 	for (size_t i = 0; i < nv; i++) {
 		struct fb_errinfo ei;
-		struct json *kept = v[i]->data ? json_parse(v[i]->data, strlen(v[i]->data), v[i]->key, &ei) : NULL;
 		/* restrictions.denyNodeFeatureLabels: only the worker's object (ours, named after the node) */
 		int third_party = strcmp(v[i]->ns, m->ns) != 0 || strcmp(v[i]->name, n->name) != 0;
 
-		if (!kept || merge_one(&f, m->deny_nf_labels && third_party ? NULL : set->labels, kept) < 0) {
-			json_free(kept);
+		kept[i] = v[i]->data ? json_parse(v[i]->data, strlen(v[i]->data), v[i]->key, &ei) : NULL;
+		if (!kept[i] || merge_one(&f, fidx, m->deny_nf_labels && third_party ? NULL : &labels, kept[i]) < 0)
 			goto out;
-		}
-		json_free(kept);
 	}
 	for (size_t i = 0; i < m->n_nfrs; i++) {
 		struct rule_err_ctx ec = { m, m->nfrs[i], n->name };
@@ -1300,8 +1573,10 @@ static int desired(struct master *m, struct node *n, struct nl_set *set)
 				(double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9);
 	}
 	for (const struct json *c = json_child(out.labels); c; c = json_next(c))
-		if (set_prefixed(set->labels, json_key(c), json_str(c)) < 0)
+		if (json_str(c) && lmap_set_prefixed(&labels, json_key(c), json_str(c)) < 0)
 			goto out;
+	if (!(set->labels = lmap_json(&labels)))
+		goto out;
 	set->annotations = out.annotations;
 	set->extended_resources = out.extended_resources;
 	set->taints = out.taints;
@@ -1332,11 +1607,58 @@ static int desired(struct master *m, struct node *n, struct nl_set *set)
 	}
 	rc = 0;
 out:
+	for (size_t i = 0; i < nv; i++)
+		json_free(kept[i]);
+	lmap_free(&labels);
+	for (int k = 0; k < 3; k++)
+		free(fidx[k].s);
 	rules_out_free(&out);
 	features_free(&f);
 	if (rc < 0)
 		nl_set_free(set);
 	return rc;
+}
+
+/* Reads again (one GET each) the objects of node n kept before one of its
+ * objects' labels named a feature they may have: an "@" value is looked up in
+ * all of them. Only n's own objects, never a relist of everything. Returns 0,
+ * or -FB_EAGAIN (try later), -FB_ECANCELED. */
+static int nf_refetch(struct master *m, struct node *n)
+{
+	/* an object read again may name more features still: a few rounds */
+	for (int round = 0; round < 8; round++) {
+		struct nf *o;
+		struct kube_result res;
+		struct fb_errinfo ei;
+		char path[800], msg[1300];
+		int rc;
+
+		for (o = n->nfs; o && o->dyn_gen == n->dyn_gen; o = o->next)
+			;
+		if (!o)
+			return 0;
+		snprintf(path, sizeof(path), NF_API "/namespaces/%s/nodefeatures/%s", o->ns, o->name);
+		fb_errinfo_init(&ei);
+		if ((rc = kube_request(m->k, "GET", path, NULL, NULL, 0, &res, &ei)) == -FB_ECANCELED)
+			return rc;
+		if (rc == 0 && res.status == 200 && json_type(res.body) == JSON_OBJECT) {
+			o->hash = 0; /* the same object, kept anew (nf_keep brings dyn_gen up) */
+			rc = nf_apply(m, res.body, 0);
+		} else if (rc == 0 && res.status == 404) {
+			o->dyn_gen = n->dyn_gen; /* gone: the watch says so soon */
+		} else {
+			if (rc == 0)
+				snprintf(msg, sizeof(msg), "HTTP %d %s", res.status, res.message);
+			else
+				fb_errinfo_str(&ei, msg, sizeof(msg));
+			LOG_W(&m->log, "node %s: reading NodeFeature %s again: %s; trying later", n->name, o->key, msg);
+			rc = -FB_EAGAIN;
+		}
+		kube_result_free(&res);
+		if (rc < 0)
+			return -FB_EAGAIN;
+	}
+	return -FB_EAGAIN;
 }
 
 /* Brings one node up to date. Returns 0, or -FB_ECANCELED to stop. */
@@ -1349,6 +1671,12 @@ static int reconcile(struct master *m, struct node *n)
 	uint64_t h;
 	int rc, skip_removal = !n->nfs && !n->pending_delete && !n->processed;
 
+	if ((rc = nf_refetch(m, n)) < 0) {
+		if (rc == -FB_ECANCELED)
+			return rc;
+		n->retry_at = loop_now_ms() + 1000;
+		return 0;
+	}
 	if (desired(m, n, &set) < 0) {
 		LOG_E(&m->log, "node %s: out of memory; trying again later", n->name);
 		n->retry_at = loop_now_ms() + RETRY_MAX_MS;
@@ -2193,6 +2521,8 @@ int nfd_master_main(int argc, char **argv)
 	m.m_gc_failed = metrics_add(&m.mx, METRIC_COUNTER, "nfd_gc_object_delete_failures_total",
 				    "kind=\"NodeFeature\"", "Deletions that failed");
 	m.m_leader = metrics_add(&m.mx, METRIC_GAUGE, "nfd_master_leader", "", "1 while this replica may write");
+	m.m_rej_nfs = metrics_add(&m.mx, METRIC_COUNTER, "nfd_master_nodefeatures_rejected_total", "",
+				  "NodeFeatures refused whole: over 1.5 MiB of JSON or over 10,000 labels");
 
 	{
 		struct kube_opts ko;
@@ -2304,17 +2634,16 @@ out:
 	http_server_free(m.srv);
 	for (size_t i = 0; i < m.nfs.cap; i++)
 		if (m.nfs.s[i].key) {
-			struct nf *o = m.nfs.s[i].val;
-
-			free(o->key);
-			free(o->data);
-			free(o);
+			nf_free(m.nfs.s[i].val);
 		}
 	free(m.nfs.s);
 	for (size_t i = 0; i < m.nodes.cap; i++)
 		if (m.nodes.s[i].key) {
 			struct node *n = m.nodes.s[i].val;
 
+			for (size_t j = 0; j < n->dyn.cap; j++)
+				free(n->dyn.s[j].val);
+			free(n->dyn.s);
 			free(n->name);
 			free(n);
 		}
@@ -2331,9 +2660,6 @@ out:
 	for (size_t i = 0; i < m.n_refs; i++)
 		free(m.refs[i]);
 	free(m.refs);
-	for (size_t i = 0; i < m.n_ndyn; i++)
-		free(m.ndyn[i]);
-	free(m.ndyn);
 	kube_free(m.k);
 	loop_free(m.l);
 	if (m.have_whitelist)

@@ -573,6 +573,7 @@ int kube_framer_feed(struct kube_framer *f, const char *data, size_t len, kube_e
 #define TOKEN_MAX (64u << 10)
 #define TOKEN_REREAD_MS 60000
 #define WATCH_EVENT_MAX ((size_t)16 << 20)
+#define WATCH_SLICE_MS 20 /* events handled in one go before the loop runs again */
 
 struct kube {
 	struct kube_config cfg;  /* owned copy */
@@ -600,6 +601,7 @@ struct kube_watch {
 	int watching;            /* fd registered with the loop */
 	int deadline_timer;      /* fails a stream the server forgot to end */
 	int end_timer;           /* a failed open is reported from the loop */
+	int resume_timer;        /* more to read after the loop has run (watch_readable) */
 	long long last_ms;       /* when the stream last delivered an event or bookmark */
 	enum kube_watch_end why; /* for end_timer */
 	struct fb_errinfo ei;    /* for end_timer */
@@ -910,18 +912,27 @@ int kube_list_pages(struct kube *k, const char *path, kube_page_fn fn, void *ctx
 		    size_t rv_size, struct fb_errinfo *ei)
 {
 	char target[2048], cont[1024] = "";
-	int restarted = 0, first = 1, rc;
+	int restarted = 0, first = 1, rc, limit = k->opts.page_size;
 
 	for (;;) {
 		struct kube_result res;
 		const char *sep = strchr(path, '?') ? "&" : "?";
 
 		if (cont[0])
-			snprintf(target, sizeof(target), "%s%slimit=%d&continue=%s", path, sep,
-				 k->opts.page_size, cont);
+			snprintf(target, sizeof(target), "%s%slimit=%d&continue=%s", path, sep, limit, cont);
 		else
-			snprintf(target, sizeof(target), "%s%slimit=%d", path, sep, k->opts.page_size);
+			snprintf(target, sizeof(target), "%s%slimit=%d", path, sep, limit);
 		rc = kube_request(k, "GET", target, NULL, NULL, 0, &res, ei);
+		if (rc == -FB_E2BIG && limit > 1) {
+			/* a page over the body cap: objects near the API's 1.5 MiB
+			 * (22 make 32 MiB), which a node can write. The same page
+			 * again, half as long, and so on for the rest of the list */
+			limit /= 2;
+			LOG_W(k->log, "GET %s: the page is over the size cap; asking for %d items a page", path, limit);
+			if (ei)
+				fb_errinfo_init(ei);
+			continue;
+		}
 		if (rc < 0)
 			return rc;
 		if (res.status == 410 && cont[0] && !restarted) {
@@ -1163,6 +1174,8 @@ static void watch_finish(struct kube_watch *w, enum kube_watch_end why, const st
 	}
 	loop_timer_cancel(w->loop, w->deadline_timer);
 	w->deadline_timer = 0;
+	loop_timer_cancel(w->loop, w->resume_timer);
+	w->resume_timer = 0;
 	http_stream_free(w->s);
 	w->s = NULL;
 	w->end(w->ctx, why, ei); /* may free w */
@@ -1208,18 +1221,32 @@ static int watch_event(void *ctx, const char *type, struct json *object)
 	return 0;
 }
 
+static void watch_resume(void *ctx);
+
+/* Reads and handles events until nothing is left, or for WATCH_SLICE_MS: a
+ * stream of big events (a node rewriting a 1 MB object) must not hold up the
+ * loop (probes, lease renewal, the other watches). The rest is read from a
+ * timer, not on the fd's next readiness: TLS may hold it already decrypted. */
 static void watch_readable(void *ctx, int fd, short revents)
 {
 	struct kube_watch *w = ctx;
 	struct fb_errinfo ei;
 	char buf[16384];
+	long long start = loop_now_ms();
 
 	(void)fd;
 	(void)revents;
 	fb_errinfo_init(&ei);
 	for (;;) {
-		ssize_t n = http_stream_read(w->s, buf, sizeof(buf), &ei);
+		ssize_t n;
 		int rc;
+
+		if (loop_now_ms() - start >= WATCH_SLICE_MS) {
+			if (!w->resume_timer && (w->resume_timer = loop_timer(w->loop, 0, watch_resume, w)) < 0)
+				w->resume_timer = 0; /* no timer free: the fd's next readiness then */
+			return;
+		}
+		n = http_stream_read(w->s, buf, sizeof(buf), &ei);
 
 		if (n == -FB_EAGAIN) {
 			/* TLS may want to write: follow what the stream asks for */
@@ -1247,6 +1274,15 @@ static void watch_readable(void *ctx, int fd, short revents)
 			return;
 		}
 	}
+}
+
+static void watch_resume(void *ctx)
+{
+	struct kube_watch *w = ctx;
+
+	w->resume_timer = 0;
+	if (w->s)
+		watch_readable(w, http_stream_fd(w->s), POLLIN);
 }
 
 int kube_watch_start(struct kube_watch **out, struct kube *k, struct loop *l, const char *path,
@@ -1339,6 +1375,7 @@ void kube_watch_free(struct kube_watch *w)
 		return;
 	loop_timer_cancel(w->loop, w->deadline_timer);
 	loop_timer_cancel(w->loop, w->end_timer);
+	loop_timer_cancel(w->loop, w->resume_timer);
 	if (w->watching)
 		loop_unwatch(w->loop, http_stream_fd(w->s));
 	http_stream_free(w->s);

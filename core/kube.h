@@ -156,7 +156,9 @@ int kube_list(struct kube *k, const char *path, struct json **items, char *rv, s
  * what earlier pages gave). A negative return (-FB_*) stops the list. */
 typedef int (*kube_page_fn)(void *ctx, const struct json *items, int first);
 /* kube_list one page at a time, so a large collection is never whole in
- * memory. rv gets the list's resourceVersion. Errors as kube_list, or the
+ * memory. A page over the body cap (HTTP_BODY_MAX_DEFAULT: a few dozen
+ * objects near the API's 1.5 MiB) is asked for again with half the limit,
+ * down to one item, and the rest of the list goes on with that limit. rv gets the list's resourceVersion. Errors as kube_list, or the
  * callback's. */
 int kube_list_pages(struct kube *k, const char *path, kube_page_fn fn, void *ctx, char *rv,
 		    size_t rv_size, struct fb_errinfo *ei);
@@ -183,7 +185,9 @@ typedef void (*kube_watch_end_fn)(void *ctx, enum kube_watch_end why, const stru
  * timeoutSeconds, inside loop l. Blocks only until the response headers are
  * in. A non-200 answer is reported through end (410 as EXPIRED) from the loop
  * after this returned 0; a stream still open 30 s past its timeoutSeconds is
- * ended as FAILED. The event callback must not free the watch (end may).
+ * ended as FAILED. Events are handled for at most 20 ms at a time, the rest
+ * after the loop has run (probes must not wait on a stream of 1 MB events).
+ * The event callback must not free the watch (end may).
  * Errors: transport errors of the open, -FB_ENOMEM. */
 int kube_watch_start(struct kube_watch **out, struct kube *k, struct loop *l, const char *path,
 		     const char *rv, kube_watch_event_fn event, kube_watch_end_fn end, void *ctx,

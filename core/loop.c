@@ -18,6 +18,7 @@ struct loop_fd {
 
 struct loop_timer {
 	int id;              /* 0: free slot */
+	unsigned round;      /* the run_timers round it was added in */
 	long long due;
 	loop_timer_fn fn;
 	void *ctx;
@@ -28,6 +29,7 @@ struct loop {
 	int signo;           /* the signal that stopped us */
 	int stop, code;
 	int next_id;
+	unsigned round;      /* run_timers rounds so far */
 	int nfds;
 	struct loop_fd fds[LOOP_MAX_FDS];
 	struct loop_timer timers[LOOP_MAX_TIMERS];
@@ -103,7 +105,7 @@ int loop_timer(struct loop *l, long long delay_ms, loop_timer_fn fn, void *ctx)
 			continue;
 		if (++l->next_id <= 0)
 			l->next_id = 1;
-		l->timers[i] = (struct loop_timer){ .id = l->next_id, .fn = fn, .ctx = ctx,
+		l->timers[i] = (struct loop_timer){ .id = l->next_id, .round = l->round, .fn = fn, .ctx = ctx,
 						    .due = loop_now_ms() + (delay_ms > 0 ? delay_ms : 0) };
 		return l->next_id;
 	}
@@ -141,17 +143,22 @@ int loop_signal(struct loop *l)
 	return l->signo;
 }
 
-/* Runs every timer that is due; returns ms until the next one (-1: none). */
+/* Runs every timer that is due, except those added by this round's own
+ * callbacks; returns ms until the next one (-1: none). A timer a callback
+ * adds, even at 0 ms, waits for the next round, after poll: work done in
+ * slices that re-arm themselves (a watch's big events, node updates) lets the
+ * fds (probes, the other watches) run between two slices. */
 static int run_timers(struct loop *l)
 {
 	long long now = loop_now_ms(), next = -1;
+	unsigned round = ++l->round;
 
 	for (int i = 0; i < LOOP_MAX_TIMERS && !l->stop; i++) {
 		struct loop_timer t = l->timers[i];
 
 		if (!t.id)
 			continue;
-		if (t.due <= now) {
+		if (t.due <= now && t.round != round) {
 			if (loop_signal(l)) /* stopping: run nothing more */
 				return 0;
 			l->timers[i].id = 0; /* free first: fn may add timers */
@@ -162,7 +169,7 @@ static int run_timers(struct loop *l)
 			continue;
 		}
 		if (next < 0 || t.due - now < next)
-			next = t.due - now;
+			next = t.due > now ? t.due - now : 0;
 	}
 	return next < 0 ? -1 : next > 60000 ? 60000 : (int)next;
 }

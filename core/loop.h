@@ -27,7 +27,9 @@ void loop_free(struct loop *l);
 int loop_watch(struct loop *l, int fd, short events, loop_fd_fn fn, void *ctx);
 void loop_unwatch(struct loop *l, int fd);
 
-/* Calls fn once after delay_ms. Returns a timer id (> 0) or -FB_E2BIG. */
+/* Calls fn once after delay_ms, never before the loop has polled its fds
+ * once more (a timer callback re-arming itself at 0 ms does not starve
+ * them). Returns a timer id (> 0) or -FB_E2BIG. */
 int loop_timer(struct loop *l, long long delay_ms, loop_timer_fn fn, void *ctx);
 /* Cancels a pending timer (no-op for a fired or unknown id). */
 void loop_timer_cancel(struct loop *l, int id);

@@ -77,7 +77,10 @@
  * - Prune removes the annotations with the prefix
  *   "[<instance>.]nfd.node.kubernetes.io/" (the taints one only with taints
  *   enabled) and the record label in the same JSON Patch as the rest, not
- *   through a second GET and a PUT of the whole node. */
+ *   through a second GET and a PUT of the whole node.
+ * - Rejections are logged one by one up to NL_REJECTS_LOGGED per kind and
+ *   call, then counted in one line: upstream logs every one, and one node's
+ *   40,000 bad labels would be 40,000 lines on every update. */
 #include "nodelabels.h"
 
 #include "kube.h"
@@ -679,12 +682,14 @@ static const char *check(const struct nl_policy *p, enum nl_kind k, const char *
 	return NULL;
 }
 
+#define NL_REJECTS_LOGGED 20
+
 /* Filters one map of s in place. */
 static int filter_map(const struct nl_policy *p, struct json **mapp, enum nl_kind k,
 		      const struct features *feat, const struct fb_log *lg, unsigned long *rej)
 {
 	struct json *in = *mapp, *out = NULL;
-	size_t n = json_count(in), nkv = 0, nfull = 0;
+	size_t n = json_count(in), nkv = 0, nfull = 0, nrej = 0;
 	struct kv *kv = n ? calloc(n, sizeof(*kv)) : NULL;
 	char **full = n ? malloc(n * sizeof(*full)) : NULL; /* owned prefixed keys */
 	char why[NL_REASON_MAX];
@@ -718,13 +723,17 @@ static int filter_map(const struct nl_policy *p, struct json **mapp, enum nl_kin
 		if (!bad)
 			bad = check(p, k, key, value, why, sizeof(why));
 		if (bad) {
-			reject(lg, k, key, json_str(c), bad);
+			if (nrej++ < NL_REJECTS_LOGGED)
+				reject(lg, k, key, json_str(c), bad);
 			(*rej)++;
 		} else {
 			kv[nkv].key = key;
 			kv[nkv++].value = value;
 		}
 	}
+	if (lg && nrej > NL_REJECTS_LOGGED)
+		LOG_W(lg, "ignoring %zu more %ss (only the first %d are logged)", nrej - NL_REJECTS_LOGGED,
+		      kind_name[k], NL_REJECTS_LOGGED);
 	if (in && !(out = object_of(kv, nkv)))
 		goto out;
 	json_free(in);

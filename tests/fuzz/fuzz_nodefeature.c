@@ -9,6 +9,8 @@
  * Input: the NodeFeature JSON, then optionally a NUL and a NodeFeatureRule
  * object (else a fixed one that looks at flags, attributes, instances and
  * "@" values). Property checks:
+ * - the size nf_apply checks against the API's limit (hash_walk) is the
+ *   printed size;
  * - nf_apply and nfr_apply succeed; a NodeFeature with a node-name label is
  *   filed under that node, its kept part is an object whose "features" holds
  *   the three kinds, each feature kept also being in the spec;
@@ -182,7 +184,7 @@ static void master_init(struct master *m)
 	snprintf(m->ns, sizeof(m->ns), "node-feature-discovery");
 	m->m_build = m->m_requests = m->m_updates = m->m_failures = m->m_rej_labels = -1;
 	m->m_rej_ers = m->m_rej_taints = m->m_rule_time = m->m_rule_errors = -1;
-	m->m_gc_deleted = m->m_gc_failed = m->m_leader = -1;
+	m->m_gc_deleted = m->m_gc_failed = m->m_leader = m->m_rej_nfs = -1;
 }
 
 /* What nfd_master_main frees on the way out. */
@@ -190,17 +192,16 @@ static void master_free(struct master *m)
 {
 	for (size_t i = 0; i < m->nfs.cap; i++)
 		if (m->nfs.s[i].key) {
-			struct nf *o = m->nfs.s[i].val;
-
-			free(o->key);
-			free(o->data);
-			free(o);
+			nf_free(m->nfs.s[i].val);
 		}
 	free(m->nfs.s);
 	for (size_t i = 0; i < m->nodes.cap; i++)
 		if (m->nodes.s[i].key) {
 			struct node *n = m->nodes.s[i].val;
 
+			for (size_t j = 0; j < n->dyn.cap; j++)
+				free(n->dyn.s[j].val);
+			free(n->dyn.s);
 			free(n->name);
 			free(n);
 		}
@@ -210,10 +211,7 @@ static void master_free(struct master *m)
 	free(m->nfrs);
 	for (size_t i = 0; i < m->n_refs; i++)
 		free(m->refs[i]);
-	free(m->refs);
-	for (size_t i = 0; i < m->n_ndyn; i++)
-		free(m->ndyn[i]);
-	free(m->ndyn); /* no metrics were added: m->mx holds nothing */
+	free(m->refs); /* no metrics were added: m->mx holds nothing */
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -240,6 +238,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 	master_init(&m);
+	{
+		/* the size nf_apply checks against the API's limit, counted
+		 * without printing: exactly the printed size */
+		size_t sz = 0;
+		char *p = json_print(obj, NULL);
+
+		hash_walk(obj, 0, &sz);
+		if (!p || sz != strlen(p))
+			abort();
+		free(p);
+	}
 	if (nfr_apply(&m, rule, 0) != 0 || nf_apply(&m, obj, 0) != 0)
 		abort();
 	name = json_get_str(json_get(json_get(obj, "metadata"), "labels"), NODE_NAME_LABEL, NULL);

@@ -117,6 +117,16 @@ k8s_ctl fault --method GET --path '^/api/v1/namespaces/default/configmaps$' --qu
 testing "expired continue token: the list starts over and completes" \
 	"$KT --kubeconfig $D/kubeconfig-admin --page 3 list /api/v1/namespaces/default/configmaps | head -1; k8s_ctl count GET '^/api/v1/namespaces/default/configmaps\$' --status 410" "items 8\n1\n"
 k8s_ctl clear-faults
+# 24 objects of 1.4 MiB (under the API's 1.5 MiB each) make a 34 MiB page,
+# over the client's 32 MiB body cap: the page is asked for again, half as long
+for i in $(seq -w 0 23); do
+	python3 -c 'import json,sys; print(json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
+    "metadata": {"name": "big" + sys.argv[1], "namespace": "kube-public"}, "data": {"d": "x" * (1400 * 1024)}}))' $i |
+		k8s_ctl put /api/v1/namespaces/kube-public/configmaps/big$i - >/dev/null
+done
+testing "a page over the body cap: asked for again with half the limit, every item listed" \
+	"$KT --kubeconfig $D/kubeconfig-admin --page 50 list /api/v1/namespaces/kube-public/configmaps 2>$W/big.err | head -1; grep -c 'asking for 12 items a page' $W/big.err" "items 24\n1\n"
+for i in $(seq -w 0 23); do k8s_ctl delete /api/v1/namespaces/kube-public/configmaps/big$i >/dev/null; done
 k8s_ctl clear-log
 k8s_ctl fault --method PATCH --path "^$P\$" --count 1 --close >/dev/null
 testing "PATCH cut off after it was sent: not resent either" \

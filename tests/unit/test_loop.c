@@ -42,6 +42,32 @@ static void on_read(void *ctx, int fd, short revents)
 	}
 }
 
+/* A callback that re-arms itself at 0 ms (work done in slices) until the
+ * fd it watches has had its turn. */
+struct slices {
+	struct loop *l;
+	int rounds, fd_ran;
+};
+
+static void slice(void *ctx)
+{
+	struct slices *s = ctx;
+
+	if (s->fd_ran || ++s->rounds == 1000)
+		loop_stop(s->l, 3);
+	else
+		loop_timer(s->l, 0, slice, s);
+}
+
+static void slice_fd(void *ctx, int fd, short revents)
+{
+	struct slices *s = ctx;
+
+	(void)revents;
+	loop_unwatch(s->l, fd);
+	s->fd_ran = 1;
+}
+
 static void self_term(void *ctx)
 {
 	(void)ctx;
@@ -77,6 +103,21 @@ int main(void)
 	loop_watch(s.l, p[0], POLLIN, on_read, &s);
 	T_INT("fd callbacks until stop", loop_run(s.l), 9);
 	T_INT("two bytes read", s.reads, 2);
+	{
+		struct slices sl = { s.l, 0, 0 };
+		int q[2];
+
+		if (pipe(q) != 0 || write(q[1], "z", 1) != 1)
+			return 2;
+		loop_watch(s.l, q[0], POLLIN, slice_fd, &sl);
+		loop_timer(s.l, 0, slice, &sl);
+		T_INT("work in 0 ms timer slices", loop_run(s.l), 3);
+		T_OK("... lets a ready fd run between two slices", sl.fd_ran && sl.rounds <= 2, "%d slices, fd %s",
+		     sl.rounds, sl.fd_ran ? "ran" : "never ran");
+		loop_unwatch(s.l, q[0]);
+		close(q[0]);
+		close(q[1]);
+	}
 
 	loop_timer(s.l, 20, self_term, &s);
 	t0 = loop_now_ms();
