@@ -139,7 +139,7 @@ static const char usage[] =
 #define RETRY_MAX_MS 100000
 #define FAILS_COUNTED 15     /* upstream counts a failure after 15 requeues */
 #define NF_MAX_BYTES (1536 * 1024) /* a NodeFeature's JSON: what etcd stores by default */
-#define NF_MAX_LABELS 10000  /* spec.labels of one NodeFeature (see the header) */
+#define NF_MAX_LABELS FEATURES_MAX_LABELS /* spec.labels of one NodeFeature (see the header) */
 
 /* ---- a string-keyed hash table ------------------------------------------ */
 

@@ -319,9 +319,17 @@ static int cap_labels(struct json *labels, size_t max, const struct fb_log *lg, 
 {
 	size_t len = json_print_len(labels), n = json_count(labels), k;
 
-	if (len <= max)
+	if (len <= max && n <= FEATURES_MAX_LABELS)
 		return 0;
 	json_sort_keys(labels); /* the same labels survive every pass */
+	if (n > FEATURES_MAX_LABELS) {
+		json_truncate(labels, FEATURES_MAX_LABELS);
+		if (json_print_len(labels) <= max) {
+			LOG_W(lg, "%s: more than %d labels: %d of %zu labels published, the rest dropped", what,
+			      FEATURES_MAX_LABELS, FEATURES_MAX_LABELS, n);
+			return 1;
+		}
+	}
 	k = keep_for(labels, max);
 	while (k && (json_truncate(labels, k), json_print_len(labels) > max))
 		k--;

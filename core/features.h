@@ -59,9 +59,14 @@ void features_drop(struct features *f, const char *pattern);
  * -FB_ENOMEM with the tree left as it was. */
 int features_sort(struct features *f);
 
+/* The most labels one NodeFeature may carry: nfd-master refuses an object
+ * with more (a Node's 256 KiB of annotations must list every name), so the
+ * worker never publishes more. */
+#define FEATURES_MAX_LABELS 10000
+
 /* Cuts spec ({"features": ..., "labels": ...}, the NodeFeature spec) until
- * it prints in at most max bytes and its labels in at most labels_max: the
- * labels past labels_max go in key order; then the longest instance list
+ * it prints in at most max bytes and its labels in at most labels_max bytes
+ * and FEATURES_MAX_LABELS labels: the labels past those bounds go in key order; then the longest instance list
  * loses its tail (instances follow the devices, the one thing that grows
  * without bound on a real node), the next longest after it; then whole flag
  * and attribute sets go, the biggest first; then labels again. Every cut is

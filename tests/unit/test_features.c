@@ -104,6 +104,24 @@ static void test_cap(void)
 	     "%s", print(spec));
 	T_INT("cap: too small for the empty shape", features_cap(spec, 10, 1000, &lg, "t"), -FB_E2BIG);
 	json_free(spec);
+
+	/* short labels: more than nfd-master takes long before the byte bound */
+	{
+		static const char empty[] = "{\"features\":{},\"labels\":{}}";
+
+		spec = json_parse(empty, sizeof(empty) - 1, "spec", NULL);
+	}
+	for (int i = FEATURES_MAX_LABELS + 5; i > 0; i--) {
+		char k[16];
+
+		snprintf(k, sizeof(k), "l%05d", i);
+		json_add_take(json_get(spec, "labels"), k, json_new_string("1"));
+	}
+	T_INT("cap: more labels than the master takes: one cut", features_cap(spec, 1u << 20, 1u << 20, &lg, "t"), 1);
+	T_INT("cap: ...to FEATURES_MAX_LABELS", (long)json_count(json_get(spec, "labels")), FEATURES_MAX_LABELS);
+	T_OK("cap: ...the first in key order", json_get(json_get(spec, "labels"), "l00001") &&
+	     !json_get(json_get(spec, "labels"), "l10001"), "%s", "l00001 kept, l10001 dropped");
+	json_free(spec);
 	close(lg.fd);
 }
 
