@@ -9,13 +9,7 @@
 . "$(dirname "$0")/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
 . "$FB_TOP/tests/applets/nfd-master.lib"
-mpids=""
-trap 'for p in $mpids; do kill -9 $p 2>/dev/null; done; k8s_stop; rm -rf "$W"' EXIT
-
-k8s_start "$W/k8s" --bookmark-interval 0.5 || { fail "test API server starts"; exit 1; }
-S=$K8S_DIR
-NSP=node-feature-discovery
-export KUBERNETES_NAMESPACE=$NSP
+master_suite_start
 
 # ns_label NAMESPACE KEY VALUE: sets (VALUE "-": removes) a label of a namespace,
 # creating the namespace if need be
