@@ -134,7 +134,7 @@ static int sweep(struct hooks *h)
 
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
-	s.procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	s.procfd = hostfs_open_own_proc();
 	if (s.procfd < 0) {
 		LOG_E(h->lg, "hooks: cannot list /proc (%s): what a hook started may outlive it",
 		      strerror(errno));
@@ -257,7 +257,7 @@ static int spawn(struct hooks *h, const char *path)
 		/* a hook's descendants start no earlier than the hook */
 		unsigned long long start = 0;
 		pid_t ppid = 0;
-		int procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		int procfd = hostfs_open_own_proc();
 
 		snprintf(name, sizeof(name), "%d", (int)pid);
 		if (procfd < 0 || proc_stat(procfd, name, &ppid, &start) < 0)

@@ -305,3 +305,8 @@ int hostfs_list(int fd, size_t max, char ***names, size_t *n, size_t *total)
 	*n = k;
 	return 0;
 }
+
+int hostfs_open_own_proc(void)
+{
+	return open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}

@@ -74,4 +74,9 @@ int hostfs_open_beneath(int dirfd, const char *rel, int flags, char *path, size_
 int hostfs_list(int fd, size_t max, char ***names, size_t *n, size_t *total);
 void hostfs_names_free(char **names, size_t n);
 
+/* Opens this process's own /proc (O_RDONLY | O_DIRECTORY), never the host
+ * prefix's: for our own children (core/hooks), whose pids the host's view
+ * does not show. Returns an fd or -1 (errno set). */
+int hostfs_open_own_proc(void);
+
 #endif

@@ -83,12 +83,13 @@ int main(void)
 
 	t_suite = "loop";
 	T_INT("loop_new", loop_new(&s.l, &ei), 0);
+	/* from before the timers are armed: they are due 30 ms after that */
+	t0 = loop_now_ms();
 	loop_timer(s.l, 30, tick, &s);
 	loop_timer(s.l, 10, tick, &s);
 	loop_timer(s.l, 20, tick, &s);
 	s.cancel_id = loop_timer(s.l, 15, never, &s);
 	loop_timer_cancel(s.l, s.cancel_id);
-	t0 = loop_now_ms();
 	rc = loop_run(s.l);
 	T_INT("loop_stop code returned", rc, 7);
 	T_STR("timers fire in due order", s.order, "bcd");
