@@ -8,7 +8,6 @@
 #include "loop.h"
 #include "sysfs.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -62,11 +61,6 @@ struct hooks {
 	unsigned long long since;
 	int stragglers;               /* the last sweep gave up on some */
 };
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 /* Copies src's members into dst (later wins). */
 static int merge(struct json *dst, const struct json *src)
@@ -524,9 +518,8 @@ int hooks_busy(const struct hooks *h)
 
 int hooks_start(struct hooks *h, const char *dir, hooks_done_fn done, void *ctx)
 {
-	DIR *d;
-	struct dirent *de;
-	size_t cap = 0;
+	size_t total = 0;
+	int fd;
 
 	if (h->active)
 		return -FB_EAGAIN;
@@ -537,29 +530,21 @@ int hooks_start(struct hooks *h, const char *dir, hooks_done_fn done, void *ctx)
 	h->features = json_new_object();
 	if (!h->labels || !h->features || !(h->dir = strdup(dir)))
 		goto nomem;
-	if ((d = opendir(dir))) {
-		while ((de = readdir(d))) {
-			if (de->d_name[0] == '.')
-				continue;
-			if (h->n == cap) {
-				char **nn = realloc(h->names, (cap = cap ? cap * 2 : 16) * sizeof(*nn));
+	/* others may write source.d: one bounded, sorted listing (hostfs_list) */
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		int rc = hostfs_list(fd, HOOKS_MAX_FILES, &h->names, &h->n, &total);
 
-				if (!nn)
-					break;
-				h->names = nn;
-			}
-			if (!(h->names[h->n] = strdup(de->d_name)))
-				break;
-			h->n++;
-		}
-		closedir(d);
-		if (de)
+		close(fd);
+		if (rc == -FB_ENOMEM)
 			goto nomem;
+		if (rc < 0)
+			LOG_E(h->lg, "hooks: %s: %s", dir, strerror(errno));
+		else if (total > h->n)
+			LOG_W(h->lg, "hooks: %zu files in %s, running the first %d by name (the cap)", total, dir,
+			      HOOKS_MAX_FILES);
 	} else if (errno != ENOENT) {
 		LOG_E(h->lg, "hooks: %s: %s", dir, strerror(errno));
 	}
-	if (h->n)
-		qsort(h->names, h->n, sizeof(*h->names), cmp_str);
 	h->active = 1;
 	h->next = 0;
 	/* the first hook starts from the loop, like every later one */

@@ -234,6 +234,28 @@ int main(void)
 	T_OK("a missing directory is no hooks", n == 0 && json_count(l) == 0, "%d", n);
 	json_free(l);
 	json_free(f);
+	/* source.d is bounded: past HOOKS_MAX_FILES names (the first by name) nothing runs */
+	{
+		char big[64] = "/tmp/fb-hooks-big.XXXXXX", p[128];
+
+		if (!mkdtemp(big))
+			return 2;
+		for (int i = 0; i < HOOKS_MAX_FILES; i++) {
+			snprintf(p, sizeof(p), "%s/a%05d", big, i);
+			close(open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)); /* not executable: skipped */
+		}
+		hook(big, "b-past-the-cap", "echo past=1", 0755);
+		n = hooks_run(h, big, &l, &f);
+		T_OK("past the cap of source.d names: not run", n == 0 && json_count(l) == 0, "%d hooks ran", n);
+		json_free(l);
+		json_free(f);
+		unlink(strcat(strcpy(p, big), "/b-past-the-cap"));
+		for (int i = 0; i < HOOKS_MAX_FILES; i++) {
+			snprintf(p, sizeof(p), "%s/a%05d", big, i);
+			unlink(p);
+		}
+		rmdir(big);
+	}
 	/* SIGTERM ends a one-shot run at once */
 	hook(dir2, "20-hangs", "sleep 30", 0755);
 	kill(getpid(), SIGTERM);
