@@ -59,6 +59,10 @@ struct hooks {
 	 * whose descendants may still live: children that started earlier are
 	 * not a hook's (PID 1's other orphans) */
 	unsigned long long since;
+	/* as PID 1: the children we had before that hook started (start times
+	 * are clock ticks, so an older orphan can share the hook's) */
+	pid_t older[HOOKS_OLDER_MAX];
+	size_t n_older;
 	int stragglers;               /* the last sweep gave up on some */
 };
 
@@ -101,22 +105,49 @@ struct sweep {
 	struct hooks *h;
 	int procfd;
 	int found;
+	int note_older;               /* note the children instead of killing them */
 };
 
 static int sweep_one(void *ctx, const char *name, unsigned char type)
 {
 	struct sweep *s = ctx;
 	unsigned long long start;
-	pid_t ppid = 0;
+	pid_t ppid = 0, pid;
 
 	(void)type;
 	if (name[0] < '1' || name[0] > '9' || proc_stat(s->procfd, name, &ppid, &start) < 0 ||
 	    ppid != s->h->self || start < s->h->since)
 		return 0;
+	pid = (pid_t)strtol(name, NULL, 10);
+	for (size_t i = 0; i < s->h->n_older; i++)
+		if (s->h->older[i] == pid)
+			return 0;
+	if (s->note_older) {
+		if (s->h->n_older < HOOKS_OLDER_MAX)
+			s->h->older[s->h->n_older++] = pid;
+		return 0;
+	}
 	/* our child, so its pid cannot be reused before we reap it */
-	kill((pid_t)strtol(name, NULL, 10), SIGKILL);
+	kill(pid, SIGKILL);
 	s->found++;
 	return 0;
+}
+
+/* As PID 1, notes the children we have now, before a hook starts: they are
+ * not the hook's, whatever their start time says. */
+static void note_older(struct hooks *h)
+{
+	struct sweep s = { h, hostfs_open_own_proc(), 0, 1 };
+
+	h->n_older = 0;
+	if (h->self != 1 || s.procfd < 0) {
+		if (s.procfd >= 0)
+			close(s.procfd);
+		return;
+	}
+	h->since = 0;
+	sysfs_dir_each(s.procfd, sweep_one, &s);
+	close(s.procfd);
 }
 
 /* Reaps every child that has ended, then SIGKILLs those still there that
@@ -124,7 +155,7 @@ static int sweep_one(void *ctx, const char *name, unsigned char type)
  * nothing of the hooks is left). */
 static int sweep(struct hooks *h)
 {
-	struct sweep s = { h, -1, 0 };
+	struct sweep s = { h, -1, 0, 0 };
 
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
@@ -218,6 +249,8 @@ static int spawn(struct hooks *h, const char *path)
 		LOG_E(h->lg, "hook %s: cannot start: %s", h->name, strerror(errno));
 		goto fail;
 	}
+	if (!h->stragglers)
+		note_older(h);
 	pid = fork();
 	if (pid < 0) {
 		LOG_E(h->lg, "hook %s: fork: %s", h->name, strerror(errno));

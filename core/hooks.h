@@ -39,6 +39,7 @@ struct json;
 struct loop;
 
 #define HOOKS_TIMEOUT_MS 10000
+#define HOOKS_OLDER_MAX 64 /* a PID 1's own children told apart from a hook's */
 #define HOOKS_MAX_FILES 1024 /* files of source.d looked at, the first by name (as features.d) */
 #define HOOKS_STDERR_MAX 4096 /* stderr bytes logged per hook run; the rest is counted */
 
