@@ -24,6 +24,7 @@
  *    gives it to (pci_dev_attrs_are_visible: 0300xx and 0001xx). */
 #include "pci.h"
 
+#include "attr.h"
 #include "sysfs.h"
 
 #include <ctype.h>
@@ -79,39 +80,6 @@ void pci_list_free(struct pci_list *l)
 	pci_list_init(l);
 }
 
-/* The one attribute reader of this module: openat, one read, close, where
- * sysfs_read also does an fstat and a second read to see EOF: that would be
- * 2 of the 8 syscalls a device may cost, per attribute. One read is enough
- * because sysfs hands a whole attribute (at most a page) to the first read,
- * and a short read of a small regular file is all of it. There is no fstat
- * for S_ISREG either: O_NONBLOCK keeps a FIFO planted in a tree from
- * blocking (it reads as empty: malformed), a directory fails the read
- * (-FB_EIO, EISDIR), a device like /dev/zero fills buf (-FB_E2BIG).
- * Writes the value with one trailing '\n' removed and a NUL. Returns its
- * length, -FB_ENOENT, -FB_EIO (errno set), or -FB_E2BIG when the value fills
- * buf (an error, never a truncation). */
-static ssize_t attr_read(int dirfd, const char *path, char *buf, size_t size)
-{
-	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), saved;
-	ssize_t n;
-
-	if (fd < 0)
-		return errno == ENOENT || errno == ENOTDIR ? -FB_ENOENT : -FB_EIO;
-	do
-		n = read(fd, buf, size - 1);
-	while (n < 0 && errno == EINTR);
-	saved = errno;
-	close(fd);
-	errno = saved;
-	if (n < 0)
-		return -FB_EIO;
-	if ((size_t)n == size - 1)
-		return -FB_E2BIG;
-	if (n > 0 && buf[n - 1] == '\n')
-		n--;
-	buf[n] = '\0';
-	return n;
-}
 
 int pci_hexval_(int c)
 {
@@ -324,7 +292,7 @@ static int read_ids(struct scan *sc, struct pci_dev *d)
 		{ "subsystem_device", offsetof(struct pci_dev, subsystem_device), 4, PCI_UEV_SUBSYS },
 	};
 	char p[64], buf[UEVENT_MAX];
-	ssize_t n = attr_read(sc->fd, at(p, sizeof(p), d, "uevent"), buf, sizeof(buf));
+	ssize_t n = attr_read(sc->fd, at(p, sizeof(p), d, "uevent"), buf, sizeof(buf), 0);
 	unsigned have = 0;
 
 	if (n >= 0)
@@ -340,7 +308,7 @@ static int read_ids(struct scan *sc, struct pci_dev *d)
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
 		if (have & ids[i].bit)
 			continue;
-		n = attr_read(sc->fd, at(p, sizeof(p), d, ids[i].name), buf, 64);
+		n = attr_read(sc->fd, at(p, sizeof(p), d, ids[i].name), buf, 64, 0);
 		if (n < 0) {
 			skip_warn(sc->lg, d, ids[i].name, n, errno, NULL);
 			return -1;
@@ -358,7 +326,7 @@ static void read_opt(struct scan *sc, const struct pci_dev *d, const char *name,
 		     size_t size)
 {
 	char p[64];
-	ssize_t n = attr_read(sc->fd, at(p, sizeof(p), d, name), buf, size);
+	ssize_t n = attr_read(sc->fd, at(p, sizeof(p), d, name), buf, size, 0);
 
 	if (n < 0) {
 		if (n != -FB_ENOENT)
@@ -438,7 +406,7 @@ static int unit(void *ctx, const char *name, unsigned char type)
 
 	(void)type;
 	snprintf(p, sizeof(p), "%s/intel-iommu/version", name);
-	if (attr_read(u->fd, p, u->ver, sizeof(u->ver)) < 0)
+	if (attr_read(u->fd, p, u->ver, sizeof(u->ver), 0) < 0)
 		return 0;
 	snprintf(p, sizeof(p), "%s/devices", name);
 	ufd = openat(u->fd, p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
