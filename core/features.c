@@ -8,6 +8,7 @@
  * thousands of keys. */
 #include "features.h"
 
+#include "buf.h"
 #include "err.h"
 
 #include <stdio.h>
@@ -168,53 +169,26 @@ void features_drop(struct features *f, const char *pattern)
 
 /* ---- sorting ---------------------------------------------------------- */
 
-struct sbuf {
-	char *p;
-	size_t len, size;
-	int oom;
-};
-
-static void put(struct sbuf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->size - b->len <= n) {
-		size_t size = b->size ? b->size : 4096;
-		char *p;
-
-		while (size - b->len <= n)
-			size *= 2;
-		if (!(p = realloc(b->p, size))) {
-			b->oom = 1;
-			return;
-		}
-		b->p = p;
-		b->size = size;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-}
-
 /* JSON string syntax: quotes, backslashes and control bytes escaped, the
  * rest (UTF-8 or not) as it is, which json_parse takes back unchanged. */
-static void put_str(struct sbuf *b, const char *s)
+static void put_str(struct buf *b, const char *s)
 {
 	const char *run = s;
 
-	put(b, "\"", 1);
+	buf_putc(b, '"');
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 		char esc[8];
 
 		if (c >= 0x20 && c != '"' && c != '\\')
 			continue;
-		put(b, run, (size_t)(s - run));
+		buf_put(b, run, (size_t)(s - run));
 		run = s + 1;
 		snprintf(esc, sizeof(esc), "\\u%04x", c);
-		put(b, esc, 6);
+		buf_put(b, esc, 6);
 	}
-	put(b, run, (size_t)(s - run));
-	put(b, "\"", 1);
+	buf_put(b, run, (size_t)(s - run));
+	buf_putc(b, '"');
 }
 
 int features_sort(struct features *f)
@@ -247,11 +221,12 @@ int features_attr_many(struct features *f, const char *feature, const char *cons
 		       const char *const *values, size_t n)
 {
 	struct json *el = elements(f, FEATURES_ATTRIBUTES, feature), *set, *built;
-	struct sbuf b = { 0 };
+	struct buf b;
 	struct pair *p;
 	size_t w = 0;
 	int rc;
 
+	buf_init(&b, 0);
 	if (!el)
 		return -FB_ENOMEM;
 	if (json_count(el)) {
@@ -273,22 +248,22 @@ int features_attr_many(struct features *f, const char *feature, const char *cons
 			p[w++] = p[i];
 	/* built as text and parsed once: json_set_take would look every
 	 * name up again */
-	put(&b, "{", 1);
+	buf_putc(&b, '{');
 	for (size_t i = 0; i < w; i++) {
 		if (i)
-			put(&b, ",", 1);
+			buf_putc(&b, ',');
 		put_str(&b, p[i].name);
-		put(&b, ":", 1);
+		buf_putc(&b, ':');
 		put_str(&b, p[i].value);
 	}
-	put(&b, "}", 1);
+	buf_putc(&b, '}');
 	free(p);
-	if (b.oom) {
-		free(b.p);
+	if (b.err) {
+		buf_free(&b);
 		return -FB_ENOMEM;
 	}
 	built = json_parse(b.p, b.len, feature, NULL);
-	free(b.p);
+	buf_free(&b);
 	set = json_get(json_get(f->root, kind_key[FEATURES_ATTRIBUTES]), feature);
 	if (!built)
 		return -FB_ENOMEM;

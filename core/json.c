@@ -21,6 +21,8 @@
 
 #include <cJSON.h>
 
+#include "buf.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -633,42 +635,21 @@ int json_equal(const struct json *a, const struct json *b)
 
 /* ---- printing --------------------------------------------------------- */
 
+/* json_print_len walks the same printer counting bytes, storing none. */
 struct pbuf {
-	char *p;
-	size_t len, size;
-	int oom;
+	struct buf b;
+	size_t count;   /* count_only: the bytes that would have been put */
 	int count_only; /* json_print_len: count the bytes, store none */
 };
 
 static void put(struct pbuf *pb, const char *s, size_t n)
 {
-	if (pb->oom)
-		return;
 	if (pb->count_only) {
-		pb->len += n;
+		if (!pb->b.err)
+			pb->count += n;
 		return;
 	}
-	if (pb->size - pb->len <= n) {
-		size_t size = pb->size ? pb->size : 256;
-		char *p;
-
-		while (size - pb->len <= n) {
-			if (size > SIZE_MAX / 2) {
-				pb->oom = 1;
-				return;
-			}
-			size *= 2;
-		}
-		if (!(p = realloc(pb->p, size))) {
-			pb->oom = 1;
-			return;
-		}
-		pb->p = p;
-		pb->size = size;
-	}
-	memcpy(pb->p + pb->len, s, n);
-	pb->len += n;
-	pb->p[pb->len] = '\0';
+	buf_put(&pb->b, s, n);
 }
 
 static void put_number(struct pbuf *pb, double v)
@@ -750,7 +731,7 @@ static void put_value(struct pbuf *pb, const struct json *j)
 	case JSON_ARRAY:
 	case JSON_OBJECT:
 		put(pb, json_type(j) == JSON_ARRAY ? "[" : "{", 1);
-		for (c = json_child(j); c && !pb->oom; c = json_next(c)) {
+		for (c = json_child(j); c && !pb->b.err; c = json_next(c)) {
 			if (c != json_child(j))
 				put(pb, ",", 1);
 			if (json_type(j) == JSON_OBJECT) {
@@ -762,25 +743,20 @@ static void put_value(struct pbuf *pb, const struct json *j)
 		put(pb, json_type(j) == JSON_ARRAY ? "]" : "}", 1);
 		break;
 	default:
-		pb->oom = 1; /* never built here; refuse rather than print nonsense */
+		pb->b.err = -FB_ENOMEM; /* never built here; refuse rather than print nonsense */
 		break;
 	}
 }
 
 char *json_print(const struct json *j, size_t *len)
 {
-	struct pbuf pb = { 0 };
+	struct pbuf pb = { .count_only = 0 };
 
 	if (!j)
 		return NULL;
+	buf_init(&pb.b, 0);
 	put_value(&pb, j);
-	if (pb.oom) {
-		free(pb.p);
-		return NULL;
-	}
-	if (len)
-		*len = pb.len;
-	return pb.p;
+	return buf_take(&pb.b, len);
 }
 
 size_t json_print_len(const struct json *j)
@@ -789,8 +765,9 @@ size_t json_print_len(const struct json *j)
 
 	if (!j)
 		return 0;
+	buf_init(&pb.b, 0);
 	put_value(&pb, j);
-	return pb.len;
+	return pb.count;
 }
 
 void json_truncate(struct json *j, size_t n)

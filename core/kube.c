@@ -486,15 +486,12 @@ long long kube_bucket_take(struct kube_bucket *t, long long now_ms)
 
 void kube_framer_init(struct kube_framer *f, size_t max_event)
 {
-	f->buf = NULL;
-	f->len = f->cap = 0;
-	f->max = max_event;
+	buf_init(&f->line, max_event);
 }
 
 void kube_framer_free(struct kube_framer *f)
 {
-	free(f->buf);
-	kube_framer_init(f, f->max);
+	buf_free(&f->line);
 }
 
 /* Decodes one line; empty lines are keep-alive padding. */
@@ -532,33 +529,23 @@ int kube_framer_feed(struct kube_framer *f, const char *data, size_t len, kube_e
 		size_t take = nl ? (size_t)(nl - data) : len;
 		int rc;
 
-		if (f->len + take > f->max) {
-			f->len = 0;
+		if (take > f->line.max - f->line.len) {
+			buf_reset(&f->line);
 			return fb_errinfo_set(ei, FB_E2BIG, 0, "watch event", "event larger than the cap");
 		}
-		if (nl && f->len == 0) {
+		if (nl && f->line.len == 0) {
 			/* the whole line is in this slice: no copy */
 			rc = frame_line(data, take, fn, ctx, ei);
 		} else {
-			if (f->len + take > f->cap) {
-				size_t cap = f->cap ? f->cap : 4096;
-				char *nb;
-
-				while (cap < f->len + take)
-					cap *= 2;
-				if (cap > f->max)
-					cap = f->max;
-				if (!(nb = realloc(f->buf, cap)))
-					return fb_errinfo_set(ei, FB_ENOMEM, ENOMEM, "watch event", NULL);
-				f->buf = nb;
-				f->cap = cap;
+			buf_put(&f->line, data, take);
+			if (f->line.err) {
+				buf_reset(&f->line);
+				return fb_errinfo_set(ei, FB_ENOMEM, ENOMEM, "watch event", NULL);
 			}
-			memcpy(f->buf + f->len, data, take);
-			f->len += take;
 			if (!nl)
 				return 0;
-			rc = frame_line(f->buf, f->len, fn, ctx, ei);
-			f->len = 0;
+			rc = frame_line(f->line.p, f->line.len, fn, ctx, ei);
+			buf_reset(&f->line);
 		}
 		if (rc)
 			return rc;
@@ -1006,13 +993,9 @@ void kube_own_namespace(const struct kube_config *cfg, char *out, size_t size)
 
 /* ---- label selectors ---------------------------------------------------- */
 
-struct selbuf {
-	char *p;
-	size_t n, size;
-};
-
-/* Appends s percent-encoded (all but RFC 3986's unreserved characters). */
-static int sel_put(struct selbuf *b, const char *s)
+/* Appends s percent-encoded (all but RFC 3986's unreserved characters).
+ * Returns 0 or b's sticky error. */
+static int sel_put(struct buf *b, const char *s)
 {
 	static const char hex[] = "0123456789ABCDEF";
 
@@ -1020,19 +1003,14 @@ static int sel_put(struct selbuf *b, const char *s)
 		unsigned char c = (unsigned char)*s;
 		int plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 			    c == '-' || c == '.' || c == '_' || c == '~';
+		char enc[3] = { '%', hex[c >> 4], hex[c & 15] };
 
-		if (b->n + (plain ? 1 : 3) >= b->size)
-			return -FB_E2BIG;
-		if (plain) {
-			b->p[b->n++] = (char)c;
-		} else {
-			b->p[b->n++] = '%';
-			b->p[b->n++] = hex[c >> 4];
-			b->p[b->n++] = hex[c & 15];
-		}
+		if (plain)
+			buf_putc(b, (char)c);
+		else
+			buf_put(b, enc, 3);
 	}
-	b->p[b->n] = '\0';
-	return 0;
+	return b->err;
 }
 
 /* The member of o named name, ignoring case; 0 when o has members that are
@@ -1070,22 +1048,18 @@ static int sel_err(struct fb_errinfo *ei, const char *what, const char *fmt, con
 	return fb_errinfo_set(ei, FB_EINVAL, 0, what, d);
 }
 
-int kube_label_selector(const struct json *sel, char *out, size_t size, struct fb_errinfo *ei)
+/* The query of sel into b; returns 0 or a negative code (ei set for
+ * -FB_EINVAL). */
+static int sel_build(const struct json *sel, struct buf *b, struct fb_errinfo *ei)
 {
 	static const char *const top[] = { "matchLabels", "matchExpressions", NULL };
 	static const char *const expr[] = { "key", "operator", "values", NULL };
 	static const char *const ops[] = { "In", "NotIn", "Exists", "DoesNotExist" };
-	struct selbuf b = { out, 0, size };
 	const struct json *ml, *me;
 	const char *bad = NULL;
 	char what[64];
 	int rc;
 
-	if (!size)
-		return -FB_E2BIG;
-	out[0] = '\0';
-	if (!sel || json_type(sel) == JSON_NULL)
-		return 0;
 	if (json_type(sel) != JSON_OBJECT)
 		return sel_err(ei, "selector", "not a mapping (matchLabels, matchExpressions)", NULL);
 	if (!sel_members_known(sel, top, &bad))
@@ -1098,8 +1072,8 @@ int kube_label_selector(const struct json *sel, char *out, size_t size, struct f
 		if (!json_str(c) || !labels_valid_value(json_str(c), strlen(json_str(c))))
 			return sel_err(ei, "matchLabels", "%.100s: the value is no label value (a string: quote it)",
 				       json_key(c));
-		if ((b.n && (rc = sel_put(&b, ",")) < 0) || (rc = sel_put(&b, json_key(c))) < 0 ||
-		    (rc = sel_put(&b, "=")) < 0 || (rc = sel_put(&b, json_str(c))) < 0)
+		if ((b->len && (rc = sel_put(b, ",")) < 0) || (rc = sel_put(b, json_key(c))) < 0 ||
+		    (rc = sel_put(b, "=")) < 0 || (rc = sel_put(b, json_str(c))) < 0)
 			return rc;
 	}
 	if ((me = sel_get(sel, "matchExpressions")) && json_type(me) != JSON_ARRAY)
@@ -1131,8 +1105,8 @@ int kube_label_selector(const struct json *sel, char *out, size_t size, struct f
 			return sel_err(ei, what, "%s needs values", op);
 		if (k >= 2 && nv)
 			return sel_err(ei, what, "%s takes no values", op);
-		if ((b.n && (rc = sel_put(&b, ",")) < 0) || (k == 3 && (rc = sel_put(&b, "!")) < 0) ||
-		    (rc = sel_put(&b, key)) < 0 || (k < 2 && (rc = sel_put(&b, k ? " notin (" : " in (")) < 0))
+		if ((b->len && (rc = sel_put(b, ",")) < 0) || (k == 3 && (rc = sel_put(b, "!")) < 0) ||
+		    (rc = sel_put(b, key)) < 0 || (k < 2 && (rc = sel_put(b, k ? " notin (" : " in (")) < 0))
 			return rc;
 		for (size_t j = 0; j < nv; j++) {
 			const char *v = json_str(json_at(vals, j));
@@ -1140,13 +1114,32 @@ int kube_label_selector(const struct json *sel, char *out, size_t size, struct f
 			if (!v || !labels_valid_value(v, strlen(v)))
 				return sel_err(ei, what, "values: %.100s: no label value (a string: quote it)",
 					       v ? v : "(not a string)");
-			if ((j && (rc = sel_put(&b, ",")) < 0) || (rc = sel_put(&b, v)) < 0)
+			if ((j && (rc = sel_put(b, ",")) < 0) || (rc = sel_put(b, v)) < 0)
 				return rc;
 		}
-		if (k < 2 && (rc = sel_put(&b, ")")) < 0)
+		if (k < 2 && (rc = sel_put(b, ")")) < 0)
 			return rc;
 	}
-	return (int)b.n;
+	return 0;
+}
+
+int kube_label_selector(const struct json *sel, char *out, size_t size, struct fb_errinfo *ei)
+{
+	struct buf b;
+	int rc;
+
+	if (!size)
+		return -FB_E2BIG;
+	out[0] = '\0';
+	if (!sel || json_type(sel) == JSON_NULL)
+		return 0;
+	buf_init(&b, size - 1);
+	if ((rc = sel_build(sel, &b, ei)) == 0) {
+		memcpy(out, b.p ? b.p : "", b.len + 1);
+		rc = (int)b.len;
+	}
+	buf_free(&b);
+	return rc;
 }
 
 void kube_json_pointer_escape(const char *in, char *out, size_t size)

@@ -7,6 +7,7 @@
 #ifndef FB_KUBE_H
 #define FB_KUBE_H
 
+#include "buf.h"
 #include "err.h"
 #include "json.h"
 #include "log.h"
@@ -89,9 +90,7 @@ long long kube_bucket_take(struct kube_bucket *t, long long now_ms);
 /* Watch stream framing: newline-delimited JSON events {"type","object"},
  * fed with de-chunked body bytes in any slices. */
 struct kube_framer {
-	char *buf;      /* owned */
-	size_t len, cap;
-	size_t max;     /* largest event accepted */
+	struct buf line; /* a partial event; its max is the largest event accepted */
 };
 typedef int (*kube_event_fn)(void *ctx, const char *type, struct json *object);
 void kube_framer_init(struct kube_framer *f, size_t max_event);

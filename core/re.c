@@ -4,18 +4,13 @@
  * '^' '-' last), so escapes such as [\]\-] need no case analysis. */
 #include "re.h"
 
+#include "buf.h"
 #include "err.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct rbuf {
-	char *s;
-	size_t len, size;
-	int oom;
-};
 
 /* ASCII 1..127 (a C string cannot hold NUL) */
 struct cset {
@@ -24,36 +19,11 @@ struct cset {
 
 struct rx {
 	const char *p;
-	struct rbuf o;
+	struct buf o;
 	char *err;
 	size_t errsize;
 	int failed;
 };
-
-static void put(struct rbuf *o, const char *s, size_t n)
-{
-	if (o->oom)
-		return;
-	if (o->len + n + 1 > o->size) {
-		size_t size = (o->len + n + 1) * 2;
-		char *ns = realloc(o->s, size);
-
-		if (!ns) {
-			o->oom = 1;
-			return;
-		}
-		o->s = ns;
-		o->size = size;
-	}
-	memcpy(o->s + o->len, s, n);
-	o->len += n;
-	o->s[o->len] = '\0';
-}
-
-static void putch(struct rbuf *o, char c)
-{
-	put(o, &c, 1);
-}
 
 /* Records why the pattern is refused (the first reason wins); returns -1. */
 static int fail_at(struct rx *x, const char *fmt, const char *what)
@@ -126,18 +96,18 @@ static void emit_set(struct rx *x, const struct cset *in, int neg)
 	if (!neg && !rest && !rb && !lb) {
 		/* what is left cannot open a bracket: ^ would negate it */
 		if (caret && !dash)
-			put(&x->o, "\\^", 2);
+			buf_put(&x->o, "\\^", 2);
 		else if (dash && !caret)
-			putch(&x->o, '-');
+			buf_putc(&x->o, '-');
 		else if (dash)
-			put(&x->o, "[-^]", 4);
+			buf_put(&x->o, "[-^]", 4);
 		else
 			fail(x, "empty character class");
 		return;
 	}
-	put(&x->o, neg ? "[^" : "[", neg ? 2 : 1);
+	buf_put(&x->o, neg ? "[^" : "[", neg ? 2 : 1);
 	if (rb)
-		putch(&x->o, ']');
+		buf_putc(&x->o, ']');
 	for (int c = 1; c < 128; c++) {
 		int e = c;
 
@@ -145,20 +115,20 @@ static void emit_set(struct rx *x, const struct cset *in, int neg)
 			continue;
 		while (e + 1 < 128 && cs_has(&cs, e + 1))
 			e++;
-		putch(&x->o, (char)c);
+		buf_putc(&x->o, (char)c);
 		if (e > c + 1)
-			putch(&x->o, '-');
+			buf_putc(&x->o, '-');
 		if (e > c)
-			putch(&x->o, (char)e);
+			buf_putc(&x->o, (char)e);
 		c = e;
 	}
 	if (lb)
-		putch(&x->o, '[');
+		buf_putc(&x->o, '[');
 	if (caret)
-		putch(&x->o, '^');
+		buf_putc(&x->o, '^');
 	if (dash)
-		putch(&x->o, '-');
-	putch(&x->o, ']');
+		buf_putc(&x->o, '-');
+	buf_putc(&x->o, ']');
 }
 
 static int hexval(char c)
@@ -304,8 +274,8 @@ static size_t repeat_len(const char *p, long *count)
 static void literal(struct rx *x, int c)
 {
 	if (strchr(".[()*+?{}|^$\\", c))
-		putch(&x->o, '\\');
-	putch(&x->o, (char)c);
+		buf_putc(&x->o, '\\');
+	buf_putc(&x->o, (char)c);
 }
 
 #define RE_NEST 100
@@ -366,9 +336,9 @@ static int translate(struct rx *x)
 			if (min == 0) /* the atom may be absent now */
 				g[depth].cur = (unsigned char)(g[depth].cur & ~A_SOLID) | (before & A_SOLID);
 			if (anchor_at == (size_t)-1) {
-				put(&x->o, x->p, n);
+				buf_put(&x->o, x->p, n);
 			} else if (min == 0) { /* a repeated anchor is itself (^+) or nothing (^*) */
-				x->o.s[x->o.len = anchor_at] = '\0';
+				buf_truncate(&x->o, anchor_at);
 				g[depth].cur = before;
 			}
 			x->p += n;
@@ -387,7 +357,7 @@ static int translate(struct rx *x)
 				c = *x->p++ == 'A' ? '^' : '$';
 			g[depth].cur |= A_ANCH;
 			anchor_at = x->o.len;
-			putch(&x->o, c);
+			buf_putc(&x->o, c);
 			continue;
 		}
 		if (c != '(' && c != ')' && c != '|')
@@ -415,9 +385,9 @@ static int translate(struct rx *x)
 				return fail(x, "expression nests too deeply");
 			g[++depth] = (struct grp){ 1, 0, 0 };
 			if (*x->p != '?') {
-				putch(&x->o, '(');
+				buf_putc(&x->o, '(');
 			} else if (x->p[1] == ':') {
-				putch(&x->o, '(');
+				buf_putc(&x->o, '(');
 				x->p += 2;
 			} else if (x->p[1] == 'P' || x->p[1] == '<') {
 				return fail(x, "named groups (?P<name>...) are not supported");
@@ -435,7 +405,7 @@ static int translate(struct rx *x)
 		case '|':
 			can_repeat = 0;
 			end_alt(&g[depth]);
-			putch(&x->o, c);
+			buf_putc(&x->o, c);
 			break;
 		case ')':
 			if (depth == 0)
@@ -449,13 +419,13 @@ static int translate(struct rx *x)
 			g[depth - 1].cur |= g[depth].alts & G_EMPTY ? 0 : A_SOLID;
 			depth--;
 			g[depth].inner = last > g[depth].inner ? last : g[depth].inner;
-			putch(&x->o, c);
+			buf_putc(&x->o, c);
 			break;
 		case ']':
-			putch(&x->o, c);
+			buf_putc(&x->o, c);
 			break;
 		case '.':
-			put(&x->o, "[^\n]", 4);
+			buf_put(&x->o, "[^\n]", 4);
 			break;
 		default:
 			literal(x, (unsigned char)c);
@@ -480,13 +450,15 @@ int re_compile(regex_t *re, const char *pattern, int cflags, char *err, size_t e
 		cflags |= REG_ICASE;
 		x.p += 4;
 	}
-	put(&x.o, "", 0);
-	if (translate(&x) < 0 || x.o.oom) {
-		free(x.o.s);
-		return x.o.oom ? -FB_ENOMEM : -FB_EINVAL;
+	buf_init(&x.o, 0);
+	buf_put(&x.o, "", 0);
+	if (translate(&x) < 0 || x.o.err) {
+		rc = x.o.err ? -FB_ENOMEM : -FB_EINVAL;
+		buf_free(&x.o);
+		return rc;
 	}
-	rc = regcomp(re, x.o.s, cflags | REG_EXTENDED);
-	free(x.o.s);
+	rc = regcomp(re, x.o.p, cflags | REG_EXTENDED);
+	buf_free(&x.o);
 	if (rc == REG_ESPACE)
 		return -FB_ENOMEM;
 	if (rc != 0) {
