@@ -212,20 +212,7 @@ char *http_resp_body_take(struct http_resp *r, size_t *len)
 
 static int hdr_reserve(struct http_resp *r, size_t need)
 {
-	size_t n = r->hdr_size ? r->hdr_size : 1024;
-	char *p;
-
-	if (need <= r->hdr_size)
-		return 0;
-	while (n < need)
-		n *= 2;
-	if (n > HTTP_HEADERS_MAX + 1)
-		n = HTTP_HEADERS_MAX + 1;
-	if (!(p = realloc(r->hdr, n)))
-		return rfail(r, FB_ENOMEM, "out of memory");
-	r->hdr = p;
-	r->hdr_size = n;
-	return 0;
+	return ARRAY_GROW(r->hdr, r->hdr_size, need) < 0 ? rfail(r, FB_ENOMEM, "out of memory") : 0;
 }
 
 /* Connection header tokens. */
@@ -546,17 +533,8 @@ ssize_t http_resp_parse(struct http_resp *r, const char *in, size_t len, size_t 
 
 static int body_append(struct http_resp *r, const char *p, size_t n)
 {
-	if (r->body_len + n + 1 > r->body_size) {
-		size_t size = r->body_size ? r->body_size : 4096;
-		char *b;
-
-		while (size < r->body_len + n + 1)
-			size *= 2;
-		if (!(b = realloc(r->body, size)))
-			return rfail(r, FB_ENOMEM, "out of memory");
-		r->body = b;
-		r->body_size = size;
-	}
+	if (ARRAY_GROW(r->body, r->body_size, r->body_len + n + 1) < 0)
+		return rfail(r, FB_ENOMEM, "out of memory");
 	memcpy(r->body + r->body_len, p, n);
 	r->body_len += n;
 	r->body[r->body_len] = '\0';
@@ -1334,43 +1312,23 @@ struct http_server {
 
 int http_reply_append(struct http_reply *r, const void *data, size_t len)
 {
-	char *p = http_reply_room(r, len);
-
-	if (!p)
-		return -r->err;
-	memcpy(p, data, len);
-	r->len += len;
-	return 0;
+	buf_put(&r->body, data, len);
+	return r->body.err;
 }
 
 char *http_reply_room(struct http_reply *r, size_t n)
 {
-	if (r->err)
+	if (buf_reserve(&r->body, n) < 0)
 		return NULL;
-	if (n > HTTP_SERVER_REPLY_MAX - r->len) {
-		r->err = FB_E2BIG;
-		return NULL;
-	}
-	if (r->len + n + 1 > r->size) {
-		size_t size = r->size ? r->size : 1024;
-		char *b;
-
-		while (size < r->len + n + 1)
-			size *= 2;
-		if (!(b = realloc(r->body, size))) {
-			r->err = FB_ENOMEM;
-			return NULL;
-		}
-		r->body = b;
-		r->size = size;
-	}
-	return r->body + r->len;
+	return r->body.p + r->body.len;
 }
 
 void http_reply_commit(struct http_reply *r, size_t n)
 {
-	if (!r->err && r->len + n < r->size)
-		r->len += n;
+	if (!r->body.err && r->body.len + n < r->body.size) {
+		r->body.len += n;
+		r->body.p[r->body.len] = '\0';
+	}
 }
 
 int http_reply_printf(struct http_reply *r, const char *fmt, ...)
@@ -1385,11 +1343,11 @@ int http_reply_printf(struct http_reply *r, const char *fmt, ...)
 	if (n < 0)
 		return -FB_EINVAL;
 	if (!(p = http_reply_room(r, (size_t)n + 1)))
-		return -r->err;
+		return r->body.err;
 	va_start(ap, fmt);
 	vsnprintf(p, (size_t)n + 1, fmt, ap);
 	va_end(ap);
-	r->len += (size_t)n;
+	r->body.len += (size_t)n;
 	return 0;
 }
 
@@ -1534,15 +1492,14 @@ static void conn_reply(struct srv_conn *c, int status, int head, int keep_alive)
 
 	if (!ct || strpbrk(ct, "\r\n"))
 		ct = "text/plain; charset=utf-8";
-	if (r->err) {
+	if (r->body.err) {
 		status = 500;
-		r->err = 0;
-		r->len = 0;
+		buf_reset(&r->body);
 	}
-	if (status >= 400 && r->len == 0)
+	if (status >= 400 && r->body.len == 0)
 		http_reply_printf(r, "%s\n", reason(status));
 	hlen = 200 + strlen(ct);
-	c->out = malloc(hlen + (head ? 0 : r->len));
+	c->out = malloc(hlen + (head ? 0 : r->body.len));
 	if (!c->out) {
 		c->close_after = 1;
 		c->out_len = c->out_off = 0;
@@ -1550,12 +1507,12 @@ static void conn_reply(struct srv_conn *c, int status, int head, int keep_alive)
 	}
 	n = snprintf(c->out, hlen,
 		     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: %s\r\n\r\n",
-		     status, reason(status), ct, r->len, status == 405 ? "Allow: GET, HEAD\r\n" : "",
+		     status, reason(status), ct, r->body.len, status == 405 ? "Allow: GET, HEAD\r\n" : "",
 		     keep_alive ? "keep-alive" : "close");
 	c->out_len = (size_t)n;
-	if (!head && r->len)
-		memcpy(c->out + c->out_len, r->body, r->len);
-	c->out_len += head ? 0 : r->len;
+	if (!head && r->body.len)
+		memcpy(c->out + c->out_len, r->body.p, r->body.len);
+	c->out_len += head ? 0 : r->body.len;
 	c->out_off = 0;
 	c->close_after = !keep_alive;
 	c->state = C_WRITE;
@@ -1614,8 +1571,7 @@ static void conn_process(struct srv_conn *c)
 				end = c->in + i + 1;
 		s->reply.status = 404;
 		s->reply.content_type = "text/plain; charset=utf-8";
-		s->reply.len = 0;
-		s->reply.err = 0;
+		buf_reset(&s->reply.body);
 		if (!end) {
 			if (c->in_len < sizeof(c->in))
 				return;
@@ -1910,6 +1866,7 @@ int http_server_new(struct http_server **out, struct loop *loop, const char *add
 	s->loop = loop;
 	s->lfd = fd;
 	s->port = port;
+	buf_init(&s->reply.body, HTTP_SERVER_REPLY_MAX);
 	s->idle_ms = HTTP_SERVER_IDLE_MS;
 	s->handler = handler;
 	s->ctx = ctx;
@@ -1947,6 +1904,6 @@ void http_server_free(struct http_server *s)
 	loop_unwatch(s->loop, s->lfd);
 	close(s->lfd);
 	loop_timer_cancel(s->loop, s->timer);
-	free(s->reply.body);
+	buf_free(&s->reply.body);
 	free(s);
 }

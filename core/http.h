@@ -19,6 +19,7 @@
 #ifndef FB_HTTP_H
 #define FB_HTTP_H
 
+#include "buf.h"
 #include "err.h"
 
 #include <stddef.h>
@@ -236,9 +237,7 @@ struct http_reply {
 	int status;
 	const char *content_type;
 	/* private */
-	char *body;
-	size_t len, size;
-	int err;
+	struct buf body; /* capped at HTTP_SERVER_REPLY_MAX */
 };
 /* Add to the body; on failure (-FB_ENOMEM, -FB_E2BIG over
  * HTTP_SERVER_REPLY_MAX) the server answers 500 instead. */

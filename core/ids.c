@@ -22,6 +22,8 @@
  * writes the table. */
 #include "ids.h"
 
+#include "sysfs.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -438,65 +440,16 @@ static int parse_buf(struct ids *db, size_t len, const char *src)
 	return rc;
 }
 
-/* Reads the regular file at path (at most IDS_FILE_MAX bytes) into a new
- * buffer with one spare byte. Returns 0, or -FB_ENOENT, -FB_EINVAL (not a
+/* Reads the regular file at path (fewer than IDS_FILE_MAX bytes) into a new
+ * NUL-terminated buffer. Returns 0, or -FB_ENOENT, -FB_EINVAL (not a
  * regular file), -FB_E2BIG, -FB_EIO, -FB_ENOMEM. */
 static int read_file(const char *path, char **out, size_t *outlen)
 {
-	struct stat st;
-	size_t len = 0, size;
-	char *buf;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc = 0;
+	ssize_t n = sysfs_read_alloc(AT_FDCWD, path, IDS_FILE_MAX, out);
 
-	if (fd < 0)
-		return errno == ENOENT || errno == ENOTDIR ? -FB_ENOENT : -FB_EIO;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -FB_EINVAL;
-	}
-	if (st.st_size >= (off_t)IDS_FILE_MAX) {
-		close(fd);
-		return -FB_E2BIG;
-	}
-	/* the size can change under us: read until EOF, within the cap */
-	size = (size_t)st.st_size + 1;
-	buf = malloc(size + 1);
-	while (buf) {
-		ssize_t r = read(fd, buf + len, size - len);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			rc = r < 0 ? -FB_EIO : 0;
-			break;
-		}
-		len += (size_t)r;
-		if (len == size) {
-			char *nbuf;
-
-			if (size >= IDS_FILE_MAX) {
-				rc = -FB_E2BIG;
-				break;
-			}
-			size = size * 2 < IDS_FILE_MAX ? size * 2 : IDS_FILE_MAX;
-			nbuf = realloc(buf, size + 1);
-			if (!nbuf) {
-				free(buf);
-				buf = NULL;
-			}
-			buf = nbuf;
-		}
-	}
-	close(fd);
-	if (!buf)
-		return -FB_ENOMEM;
-	if (rc < 0) {
-		free(buf);
-		return rc;
-	}
-	buf[len] = '\0';
-	*out = buf;
-	*outlen = len;
+	if (n < 0)
+		return (int)n;
+	*outlen = (size_t)n;
 	return 0;
 }
 

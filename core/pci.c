@@ -25,6 +25,7 @@
 #include "pci.h"
 
 #include "attr.h"
+#include "buf.h"
 #include "sysfs.h"
 
 #include <ctype.h>
@@ -356,16 +357,8 @@ static void read_iommu(struct scan *sc, struct pci_dev *d)
 		memcpy(d->iommu_group_type, sc->grp[i].type, sizeof(d->iommu_group_type));
 	} else {
 		read_opt(sc, d, "iommu_group/type", d->iommu_group_type, sizeof(d->iommu_group_type));
-		if (sc->ngrp == sc->grpcap) {
-			size_t cap = sc->grpcap ? sc->grpcap * 2 : 64;
-			struct grp_type *g = realloc(sc->grp, cap * sizeof(*g));
-
-			if (g) { /* without room the next member just reads it again */
-				sc->grp = g;
-				sc->grpcap = cap;
-			}
-		}
-		if (sc->ngrp < sc->grpcap) {
+		/* without room the next member just reads it again */
+		if (ARRAY_GROW(sc->grp, sc->grpcap, sc->ngrp + 1) == 0) {
 			memcpy(sc->grp[sc->ngrp].grp, d->iommu_group, sizeof(d->iommu_group));
 			memcpy(sc->grp[sc->ngrp].type, d->iommu_group_type, sizeof(d->iommu_group_type));
 			sc->ngrp++;
@@ -480,15 +473,8 @@ static int list_one(void *ctx, const char *name, unsigned char type)
 			 log_escape(name, strlen(name), v, sizeof(v)));
 		return 0;
 	}
-	if (out->n == out->cap) {
-		size_t cap = out->cap ? out->cap * 2 : 64;
-		struct pci_dev *nd = realloc(out->dev, cap * sizeof(*nd));
-
-		if (!nd)
-			return -FB_ENOMEM;
-		out->dev = nd;
-		out->cap = cap;
-	}
+	if (ARRAY_GROW(out->dev, out->cap, out->n + 1) < 0)
+		return -FB_ENOMEM;
 	memset(&out->dev[out->n], 0, sizeof(out->dev[0]));
 	strcpy(out->dev[out->n++].addr, name);
 	return 0;

@@ -1,5 +1,6 @@
 #include "sysfs.h"
 
+#include "buf.h"
 #include "err.h"
 
 #include <ctype.h>
@@ -102,8 +103,8 @@ ssize_t sysfs_read_alloc(int dirfd, const char *path, size_t cap, char **out)
 ssize_t sysfs_read_fd_alloc(int fd, size_t cap, char **out)
 {
 	struct stat st;
-	size_t size, len = 0;
-	char *buf = NULL;
+	struct buf b;
+	size_t want;
 	int saved;
 
 	*out = NULL;
@@ -114,45 +115,39 @@ ssize_t sysfs_read_fd_alloc(int fd, size_t cap, char **out)
 		return -FB_EINVAL;
 	}
 	/* sysfs bin attributes and regular files report their size; /proc
-	 * reports 0, so grow from there */
-	size = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
-	if (size > cap + 1)
-		size = cap + 1;
+	 * reports 0, so grow from there. A value of cap bytes is too long. */
+	buf_init(&b, cap);
+	want = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096;
 	for (;;) {
 		ssize_t r;
 
-		if (len + 1 >= size) {
-			char *nb;
-
-			if (size > cap) {
-				free(buf);
-				return -FB_E2BIG;
-			}
-			size = size * 2 > cap + 1 ? cap + 1 : size * 2;
-			if (!(nb = realloc(buf, size))) {
-				free(buf);
-				return -FB_ENOMEM;
-			}
-			buf = nb;
+		if (want > cap - b.len)
+			want = cap - b.len;
+		if (!want) {
+			buf_free(&b);
+			return -FB_E2BIG;
 		}
-		if (!buf && !(buf = malloc(size)))
+		if (buf_reserve(&b, want) < 0) {
+			buf_free(&b);
 			return -FB_ENOMEM;
-		r = read(fd, buf + len, size - 1 - len);
+		}
+		r = read(fd, b.p + b.len, want);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
 			saved = errno;
-			free(buf);
+			buf_free(&b);
 			errno = saved;
 			return -FB_EIO;
 		}
 		if (r == 0)
 			break;
-		len += (size_t)r;
+		b.len += (size_t)r;
+		b.p[b.len] = '\0';
+		want = b.len; /* double */
 	}
-	buf[len] = '\0';
-	*out = buf;
-	return (ssize_t)len;
+	*out = buf_take(&b, &want);
+	return *out ? (ssize_t)want : -FB_ENOMEM;
 }
 
 static int parse_ul(const char *s, int base, unsigned long *out)

@@ -7,6 +7,7 @@
  * read as "NAME/attr" relative to the bus directory. */
 #include "usb.h"
 
+#include "buf.h"
 #include "sysfs.h"
 
 #include <ctype.h>
@@ -27,9 +28,8 @@
 
 /* the entry names of the bus directory, in one buffer */
 struct names {
-	char *buf;       /* owned: NUL-terminated names back to back */
-	size_t len, size;
-	size_t *off;     /* owned: where each name starts in buf */
+	struct buf text; /* NUL-terminated names back to back */
+	size_t *off;     /* owned: where each name starts in text */
 	size_t n, cap;
 };
 
@@ -85,31 +85,13 @@ int usb_iface_owner_(const char *iface, char *buf, size_t size)
 
 static int names_add(struct names *nm, const char *s)
 {
-	size_t len = strlen(s) + 1;
-
-	if (nm->n == nm->cap) {
-		size_t cap = nm->cap ? nm->cap * 2 : 64;
-		size_t *no = realloc(nm->off, cap * sizeof(*no));
-
-		if (!no)
-			return -FB_ENOMEM;
-		nm->off = no;
-		nm->cap = cap;
-	}
-	if (nm->len + len > nm->size) {
-		size_t size = nm->size ? nm->size * 2 : 2048;
-		char *nb;
-
-		while (size < nm->len + len)
-			size *= 2;
-		if (!(nb = realloc(nm->buf, size)))
-			return -FB_ENOMEM;
-		nm->buf = nb;
-		nm->size = size;
-	}
-	memcpy(nm->buf + nm->len, s, len);
-	nm->off[nm->n++] = nm->len;
-	nm->len += len;
+	if (ARRAY_GROW(nm->off, nm->cap, nm->n + 1) < 0)
+		return -FB_ENOMEM;
+	nm->off[nm->n] = nm->text.len;
+	buf_put(&nm->text, s, strlen(s) + 1);
+	if (nm->text.err)
+		return -FB_ENOMEM;
+	nm->n++;
 	return 0;
 }
 
@@ -247,7 +229,7 @@ int usb_scan(const struct hostfs *h, struct usb_list *out, const struct fb_log *
 	     struct fb_errinfo *ei)
 {
 	static const char rel[] = "sys/bus/usb/devices";
-	struct names nm = { 0 };
+	struct names nm = { .off = NULL };
 	const char **sorted = NULL;
 	char path[PATH_MAX];
 	DIR *dir;
@@ -275,23 +257,16 @@ int usb_scan(const struct hostfs *h, struct usb_list *out, const struct fb_log *
 		goto out;
 	}
 	for (size_t i = 0; i < nm.n; i++)
-		sorted[i] = nm.buf + nm.off[i];
+		sorted[i] = nm.text.p + nm.off[i];
 	if (nm.n)
 		qsort(sorted, nm.n, sizeof(*sorted), str_cmp);
 	/* devices first, in name order, so interfaces can find theirs by bsearch */
 	for (size_t i = 0; i < nm.n; i++) {
 		if (strchr(sorted[i], ':'))
 			continue;
-		if (out->n == out->cap) {
-			size_t cap = out->cap ? out->cap * 2 : 16;
-			struct usb_dev *nd = realloc(out->dev, cap * sizeof(*nd));
-
-			if (!nd) {
-				rc = fb_errinfo_set(ei, FB_ENOMEM, 0, rel, NULL);
-				goto out;
-			}
-			out->dev = nd;
-			out->cap = cap;
+		if (ARRAY_GROW(out->dev, out->cap, out->n + 1) < 0) {
+			rc = fb_errinfo_set(ei, FB_ENOMEM, 0, rel, NULL);
+			goto out;
 		}
 		if (read_dev(fd, sorted[i], &out->dev[out->n], lg) == 0)
 			out->n++;
@@ -304,7 +279,7 @@ out:
 		out->n = 0;
 	free(sorted);
 	free(nm.off);
-	free(nm.buf);
+	buf_free(&nm.text);
 	closedir(dir);
 	return rc;
 }

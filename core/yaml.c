@@ -27,6 +27,8 @@
  *   here are C strings). */
 #include "yaml.h"
 
+#include "buf.h"
+
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -42,8 +44,7 @@ struct yp {
 	int depth;      /* collections open around the current node */
 	const char *what;
 	struct fb_errinfo *ei;
-	char *t;        /* scalar text being built (scratch, reused) */
-	size_t tlen, tsize;
+	struct buf text; /* scalar text being built (scratch, reused) */
 	/* yaml_locate: the path looked for, how many of its names the open
 	 * collections match, and where the target was found */
 	const char *const *loc;
@@ -79,24 +80,10 @@ static int oom(struct yp *P)
 
 /* ---- the scratch text -------------------------------------------------- */
 
+/* Room for n more bytes and the NUL in the scratch text. */
 static int t_reserve(struct yp *P, size_t n)
 {
-	size_t size = P->tsize ? P->tsize : 64;
-	char *p;
-
-	if (n < P->tsize - P->tlen)
-		return 0; /* room for n more and the terminating NUL */
-	while (size - P->tlen <= n) {
-		if (size > SIZE_MAX / 2)
-			return oom(P);
-		size *= 2;
-	}
-	p = realloc(P->t, size);
-	if (!p)
-		return oom(P);
-	P->t = p;
-	P->tsize = size;
-	return 0;
+	return buf_reserve(&P->text, n) < 0 ? oom(P) : 0;
 }
 
 /* Appends s[0..n), or n copies of c when s is NULL. */
@@ -107,11 +94,11 @@ static int t_push(struct yp *P, const char *s, char c, size_t n)
 	if (rc < 0)
 		return rc;
 	if (s)
-		memcpy(P->t + P->tlen, s, n);
+		memcpy(P->text.p + P->text.len, s, n);
 	else
-		memset(P->t + P->tlen, c, n);
-	P->tlen += n;
-	P->t[P->tlen] = '\0';
+		memset(P->text.p + P->text.len, c, n);
+	P->text.len += n;
+	P->text.p[P->text.len] = '\0';
 	return 0;
 }
 
@@ -127,7 +114,7 @@ static int t_addn(struct yp *P, char c, size_t n)
 
 static int t_set(struct yp *P, size_t from, size_t to)
 {
-	P->tlen = 0;
+	P->text.len = 0;
 	return t_add(P, P->b + from, to - from);
 }
 
@@ -455,13 +442,13 @@ static int is_one_of(const char *s, const char *const *set)
 	return 0;
 }
 
-/* The plain scalar now in P->t, resolved by the core schema. */
+/* The plain scalar now in P->text.p, resolved by the core schema. */
 static int resolve(struct yp *P, size_t at, struct json **out)
 {
 	static const char *const nulls[] = { "", "~", "null", "Null", "NULL", NULL };
 	static const char *const trues[] = { "true", "True", "TRUE", NULL };
 	static const char *const falses[] = { "false", "False", "FALSE", NULL };
-	const char *s = P->t ? P->t : "";
+	const char *s = P->text.p ? P->text.p : "";
 
 	if (is_one_of(s, nulls))
 		*out = json_new_null();
@@ -469,7 +456,7 @@ static int resolve(struct yp *P, size_t at, struct json **out)
 		*out = json_new_bool(1);
 	else if (is_one_of(s, falses))
 		*out = json_new_bool(0);
-	else if (is_number(s, P->tlen)) {
+	else if (is_number(s, P->text.len)) {
 		double v = strtod(s, NULL);
 
 		if (!isfinite(v))
@@ -543,7 +530,7 @@ static int hexdigits(const struct yp *P, size_t i, int n, unsigned long *out)
 	return 0;
 }
 
-/* One escape (not a line break) at the backslash b[*ip], appended to P->t. */
+/* One escape (not a line break) at the backslash b[*ip], appended to P->text. */
 static int escape(struct yp *P, size_t *ip)
 {
 	static const char simple[] = "a\ab\bt\tn\nv\vf\fr\re\x1b \040\"\"//\\\\\t\t";
@@ -608,20 +595,20 @@ static int escape(struct yp *P, size_t *ip)
 	return t_utf8(P, cp);
 }
 
-/* A quoted scalar at its opening quote b[s], into P->t. *after is the offset
+/* A quoted scalar at its opening quote b[s], into P->text. *after is the offset
  * past the closing quote; *multi says whether it spans lines. Line breaks
  * fold as in plain scalars; white space around them is not content. */
 static int quoted(struct yp *P, size_t s, size_t *after, int *multi)
 {
 	char q = P->b[s];
-	size_t i = s + 1, keep = 0; /* P->t up to keep is content that folding cannot trim */
+	size_t i = s + 1, keep = 0; /* P->text.p up to keep is content that folding cannot trim */
 	int rc = 0;
 
-	P->tlen = 0;
+	P->text.len = 0;
 	*multi = 0;
 	if (t_reserve(P, 0) < 0)
 		return -FB_ENOMEM;
-	P->t[0] = '\0';
+	P->text.p[0] = '\0';
 	while (rc == 0) {
 		char c;
 
@@ -633,7 +620,7 @@ static int quoted(struct yp *P, size_t s, size_t *after, int *multi)
 			if (q == '\'' && i + 1 < P->len && P->b[i + 1] == '\'') {
 				rc = t_add(P, "'", 1);
 				i += 2;
-				keep = P->tlen;
+				keep = P->text.len;
 				continue;
 			}
 			*after = i + 1;
@@ -644,8 +631,9 @@ static int quoted(struct yp *P, size_t s, size_t *after, int *multi)
 			int escaped = c == '\\';
 
 			if (!escaped)
-				while (P->tlen > keep && (P->t[P->tlen - 1] == ' ' || P->t[P->tlen - 1] == '\t'))
-					P->tlen--;
+				while (P->text.len > keep &&
+				       (P->text.p[P->text.len - 1] == ' ' || P->text.p[P->text.len - 1] == '\t'))
+					buf_truncate(&P->text, P->text.len - 1);
 			i = next_line(P, i + (size_t)escaped);
 			while (i < P->len) {
 				size_t j = skip_ws(P, i);
@@ -658,14 +646,14 @@ static int quoted(struct yp *P, size_t s, size_t *after, int *multi)
 			i = skip_ws(P, i);
 			*multi = 1;
 			rc = k ? t_addn(P, '\n', k) : escaped ? 0 : t_add(P, " ", 1);
-			keep = P->tlen;
+			keep = P->text.len;
 			continue;
 		}
 		if (q == '"' && c == '\\') {
 			if (i + 1 >= P->len)
 				return yfail(P, s, FB_EINVAL, "unterminated double-quoted scalar");
 			rc = escape(P, &i);
-			keep = P->tlen;
+			keep = P->text.len;
 			continue;
 		}
 		rc = t_add(P, &c, 1);
@@ -712,10 +700,10 @@ static int block_scalar(struct yp *P, size_t off, int n, struct json **out)
 				break;
 		}
 	}
-	P->tlen = 0;
+	P->text.len = 0;
 	if (t_reserve(P, 0) < 0)
 		return -FB_ENOMEM;
-	P->t[0] = '\0';
+	P->text.p[0] = '\0';
 	while (rc == 0 && pos < P->len) {
 		size_t s = skip_spaces(P, pos), le = line_end(P, s), from;
 		int more;
@@ -750,7 +738,7 @@ static int block_scalar(struct yp *P, size_t off, int n, struct json **out)
 	if (rc < 0)
 		return rc;
 	P->pos = pos;
-	*out = json_new_string(P->t);
+	*out = json_new_string(P->text.p);
 	return *out ? 0 : oom(P);
 }
 
@@ -761,14 +749,14 @@ static int flow_node(struct yp *P, size_t i, int n, struct json **out, size_t *e
 
 static char *t_dup(struct yp *P)
 {
-	char *s = malloc(P->tlen + 1);
+	char *s = malloc(P->text.len + 1);
 
 	if (!s) {
 		oom(P);
 		return NULL;
 	}
-	memcpy(s, P->t ? P->t : "", P->tlen);
-	s[P->tlen] = '\0';
+	memcpy(s, P->text.p ? P->text.p : "", P->text.len);
+	s[P->text.len] = '\0';
 	return s;
 }
 
@@ -1067,7 +1055,7 @@ static int flow_node(struct yp *P, size_t i, int n, struct json **out, size_t *e
 	if (c == '"' || c == '\'') {
 		if ((rc = quoted(P, i, end, &multi)) < 0)
 			return rc;
-		*out = json_new_string(P->t);
+		*out = json_new_string(P->text.p);
 		return *out ? 0 : oom(P);
 	}
 	if ((rc = plain_start(P, i, 1)) < 0)
@@ -1121,7 +1109,7 @@ static int parse_node(struct yp *P, size_t off, int n, int blk, struct json **ou
 		}
 		if ((rc = finish_line(P, end)) < 0)
 			return rc;
-		*out = json_new_string(P->t);
+		*out = json_new_string(P->text.p);
 		return *out ? 0 : oom(P);
 	}
 	if ((rc = plain_start(P, off, 0)) < 0)
@@ -1209,7 +1197,7 @@ struct json *yaml_parse(const char *buf, size_t len, const char *what, struct fb
 	struct json *root;
 
 	parse_doc(&P, buf, len, &root);
-	free(P.t);
+	buf_free(&P.text);
 	return root;
 }
 
@@ -1229,7 +1217,7 @@ int yaml_locate(const char *buf, size_t len, int *line, int *col, ...)
 	if (P.nloc > JSON_MAX_DEPTH)
 		return -FB_ENOENT; /* deeper than any document we accept */
 	rc = parse_doc(&P, buf, len, &root);
-	free(P.t);
+	buf_free(&P.text);
 	json_free(root);
 	if (rc < 0)
 		return rc;
