@@ -39,7 +39,7 @@ int strset_add(struct strset *s, const char *str)
 	return strset_add2(s, str, strlen(str), "", 0);
 }
 
-static int cmp_str(const void *a, const void *b)
+int strset_cmp(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
@@ -51,7 +51,7 @@ void strset_sort(struct strset *s)
 	s->sorted = 1;
 	if (s->n == 0)
 		return;
-	qsort(s->v, s->n, sizeof(*s->v), cmp_str);
+	qsort(s->v, s->n, sizeof(*s->v), strset_cmp);
 	for (size_t i = 1; i < s->n; i++) {
 		if (strcmp(s->v[i], s->v[j]) == 0)
 			free(s->v[i]);
@@ -64,7 +64,7 @@ void strset_sort(struct strset *s)
 int strset_has(const struct strset *s, const char *str)
 {
 	if (s->sorted)
-		return s->n && bsearch(&str, s->v, s->n, sizeof(*s->v), cmp_str) != NULL;
+		return s->n && bsearch(&str, s->v, s->n, sizeof(*s->v), strset_cmp) != NULL;
 	for (size_t i = 0; i < s->n; i++)
 		if (strcmp(s->v[i], str) == 0)
 			return 1;

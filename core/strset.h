@@ -29,5 +29,8 @@ int strset_has(const struct strset *s, const char *str);
 void strset_del(struct strset *s, const char *str);
 /* Keeps the strings keep(ctx, str) says 1 to, in their order; frees the rest. */
 void strset_filter(struct strset *s, int (*keep)(void *ctx, const char *str), void *ctx);
+/* strcmp for qsort and bsearch over arrays of string pointers (char * or
+ * const char *), as strset_sort uses it. */
+int strset_cmp(const void *a, const void *b);
 
 #endif

@@ -1,5 +1,6 @@
 /* strset: adds in any order, sort makes it sorted and unique, has before
- * and after the sort, del and filter keep the order, concatenated adds. */
+ * and after the sort, del and filter keep the order, concatenated adds,
+ * and the comparator. */
 #include "t.h"
 
 #include "../../core/strset.h"
@@ -112,6 +113,14 @@ int main(void)
 		T_STR("grows: last", s.v[499], "k499");
 		T_INT("grows: binary search", strset_has(&s, "k250") && !strset_has(&s, "k500"), 1);
 		strset_free(&s);
+	}
+	{
+		const char *names[] = { "b", "a,b", "", "a" };
+
+		qsort(names, 4, sizeof(*names), strset_cmp);
+		T_OK("cmp: sorts an array of names", !strcmp(names[0], "") && !strcmp(names[1], "a") &&
+			     !strcmp(names[2], "a,b") && !strcmp(names[3], "b"),
+		     "got %s|%s|%s|%s", names[0], names[1], names[2], names[3]);
 	}
 	return t_done();
 }
