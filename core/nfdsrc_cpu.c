@@ -2,8 +2,8 @@
  * (upstream source/cpu; the deviations are in nfdsrc.c). */
 #include "nfdsrc_internal.h"
 
+#include "buf.h"
 #include "sysfs.h"
-
 
 #include <ctype.h>
 #include <errno.h>
@@ -18,7 +18,7 @@
 /* A set of borrowed strings (flag names), insertion-ordered, no repeats. */
 struct strset {
 	const char **v;
-	size_t n, cap;
+	size_t n, size;
 };
 
 static int set_has(const struct strset *s, const char *name)
@@ -33,15 +33,8 @@ static int set_add(struct strset *s, const char *name)
 {
 	if (set_has(s, name))
 		return 0;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 64;
-		const char **v = realloc(s->v, cap * sizeof(*v));
-
-		if (!v)
-			return -FB_ENOMEM;
-		s->v = v;
-		s->cap = cap;
-	}
+	if (ARRAY_GROW(s->v, s->size, s->n + 1) < 0)
+		return -FB_ENOMEM;
 	s->v[s->n++] = name;
 	return 0;
 }

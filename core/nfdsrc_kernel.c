@@ -2,8 +2,8 @@
  * (upstream source/kernel). */
 #include "nfdsrc_internal.h"
 
+#include "buf.h"
 #include "sysfs.h"
-
 
 #include <ctype.h>
 #include <errno.h>
@@ -129,7 +129,7 @@ static ssize_t kconfig_read(const struct hostfs *h, const struct nfdsrc_config *
 struct kconfig {
 	const char **name, **value;
 	unsigned char *yes;
-	size_t n, cap;
+	size_t n, name_size, value_size, yes_size; /* three arrays, n entries each */
 };
 
 static void kconfig_free(struct kconfig *k)
@@ -150,21 +150,10 @@ static int kconfig_parse(char *buf, struct kconfig *k)
 			*next++ = '\0';
 		if (strncmp(line, "CONFIG_", 7) != 0 || !(eq = strchr(line, '=')))
 			continue;
-		if (k->n == k->cap) {
-			size_t cap = k->cap ? k->cap * 2 : 1024;
-			const char **nn = realloc(k->name, cap * sizeof(*nn)), **nv;
-			unsigned char *ny;
-
-			if (nn)
-				k->name = nn;
-			if (!nn || !(nv = realloc(k->value, cap * sizeof(*nv))))
-				return -FB_ENOMEM;
-			k->value = nv;
-			if (!(ny = realloc(k->yes, cap)))
-				return -FB_ENOMEM;
-			k->yes = ny;
-			k->cap = cap;
-		}
+		if (ARRAY_GROW(k->name, k->name_size, k->n + 1) < 0 ||
+		    ARRAY_GROW(k->value, k->value_size, k->n + 1) < 0 ||
+		    ARRAY_GROW(k->yes, k->yes_size, k->n + 1) < 0)
+			return -FB_ENOMEM;
 		*eq = '\0';
 		v = eq + 1;
 		k->yes[k->n] = strcmp(v, "y") == 0 || strcmp(v, "m") == 0;

@@ -1,7 +1,6 @@
 /* nfdsrc memory: memory.numa/swap/nv/hugepages (upstream source/memory). */
 #include "nfdsrc_internal.h"
 
-
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,6 @@
 /* nfdsrc network: network.device/virtual (upstream source/network). */
 #include "nfdsrc_internal.h"
 
-
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,6 @@
 /* nfdsrc pci: pci.device from a pci_list (upstream source/pci). */
 #include "nfdsrc_internal.h"
 
-
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>

@@ -1,7 +1,6 @@
 /* nfdsrc storage: storage.block (upstream source/storage). */
 #include "nfdsrc_internal.h"
 
-
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,6 @@
 /* nfdsrc system: system.osrelease/name/dmiid (upstream source/system). */
 #include "nfdsrc_internal.h"
 
-
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,6 @@
 /* nfdsrc usb: usb.device from a usb_list (upstream source/usb). */
 #include "nfdsrc_internal.h"
 
-
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
