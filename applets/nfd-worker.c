@@ -82,12 +82,8 @@
 #include "../core/nfdsrc.h"
 #include "../core/nodelabels.h"
 #include "../core/opt.h"
-#include "../core/pci.h"
-#include "../core/rules.h"
 #include "../core/sysfs.h"
-#include "../core/usb.h"
 #include "../core/version.h"
-#include "../core/yaml.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -124,14 +120,10 @@ static const char usage[] =
 #define FREE_AT_EXIT(x) ((void)0)
 #endif
 
-/* Sources in upstream's sorted order; bit i is known[i]. */
-static const char *const known_sources[] = {
-	"cpu", "custom", "kernel", "local", "memory", "network", "pci", "storage", "system", "usb",
-};
-enum {
-	SRC_CPU, SRC_CUSTOM, SRC_KERNEL, SRC_LOCAL, SRC_MEMORY, SRC_NETWORK, SRC_PCI, SRC_STORAGE, SRC_SYSTEM,
-	SRC_USB, SRC_COUNT
-};
+/* The sources' names in upstream's sorted order: bit i of the masks is
+ * nfdsrc_sources[i] (core/nfdsrc). */
+static const char *const *const known_sources = nfdsrc_names;
+enum { SRC_LOCAL = NFDSRC_LOCAL, SRC_COUNT = NFDSRC_COUNT };
 
 struct worker {
 	struct fb_log log;
@@ -509,128 +501,6 @@ static int enabled(unsigned long long mask, int src)
 	return (mask >> src) & 1;
 }
 
-/* ---- the custom source -------------------------------------------------- */
-
-static void on_custom_error(void *ctx, const char *what, const char *rule, const char *msg)
-{
-	struct worker *w = ctx;
-
-	LOG_E(&w->log, "custom: %s: rule \"%s\": %s (the rule is skipped)", what, rule, msg);
-}
-
-static void custom_run(struct worker *w, const struct json *list, const char *what, struct features *f,
-		       struct rules_out *out)
-{
-	struct rules *r;
-
-	if (rules_compile(&r, list, RULES_CUSTOM, what) < 0) {
-		LOG_E(&w->log, "custom: out of memory");
-		return;
-	}
-	/* broken rules are reported by the run, with the failing ones */
-	if (rules_run(r, f, out, on_custom_error, w) < 0)
-		LOG_E(&w->log, "custom: out of memory");
-	rules_free(r);
-}
-
-/* custom.d: every non-hidden file, sorted, and those one directory down (a
- * ConfigMap mounted as a subdirectory), each a YAML list of rules. Others
- * may write there: what is inside is opened beneath custom.d
- * (hostfs_open_beneath), so a symlink out of it is skipped with a warning
- * while a ConfigMap's "..data" links work; at most CUSTOM_MAX_FILES entries
- * per directory. sub is "" or the subdirectory, relative to root. */
-#define CUSTOM_MAX_FILES FEATFILE_MAX_FILES
-static void custom_dir(struct worker *w, int root, const char *sub, struct features *f,
-		       struct rules_out *out)
-{
-	char **names = NULL, rel[1024], path[1300], msg[1300], esc[300];
-	size_t n = 0, total = 0;
-	int fd = hostfs_open_beneath(root, sub, O_RDONLY | O_DIRECTORY, NULL, 0);
-
-	if (fd < 0 || hostfs_list(fd, CUSTOM_MAX_FILES, &names, &n, &total) < 0) {
-		LOG_E(&w->log, "custom: %s/%s: %s", w->custom_dir, log_escape(sub, strlen(sub), esc, sizeof(esc)),
-		      fd < 0 ? fb_strerror(fd) : strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	close(fd);
-	if (total > n)
-		LOG_W(&w->log, "custom: %zu files in %s/%s, reading the first %d by name (the cap)", total,
-		      w->custom_dir, log_escape(sub, strlen(sub), esc, sizeof(esc)), CUSTOM_MAX_FILES);
-	for (size_t i = 0; i < n; i++) {
-		struct stat st;
-		char *text = NULL;
-		ssize_t len;
-		struct fb_errinfo ei;
-		struct json *doc = NULL;
-
-		if (snprintf(rel, sizeof(rel), "%s%s%s", sub, *sub ? "/" : "", names[i]) >= (int)sizeof(rel))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", w->custom_dir, log_escape(rel, strlen(rel), esc, sizeof(esc)));
-		fd = hostfs_open_beneath(root, rel, O_RDONLY | O_NONBLOCK, NULL, 0);
-		if (fd < 0) {
-			if (fd != -FB_ENOENT) /* gone meanwhile, or a dangling link: nothing */
-				LOG_W(&w->log, "custom: skipping %s: %s", path, fb_strerror(fd));
-			continue;
-		}
-		if (fstat(fd, &st) < 0) {
-			close(fd);
-			continue;
-		}
-		if (S_ISDIR(st.st_mode)) {
-			close(fd);
-			if (!*sub)
-				custom_dir(w, root, rel, f, out);
-			continue;
-		}
-		if (!S_ISREG(st.st_mode)) {
-			close(fd);
-			continue;
-		}
-		len = sysfs_read_fd_alloc(fd, 1 << 20, &text);
-		close(fd);
-		fb_errinfo_init(&ei);
-		if (len < 0)
-			LOG_E(&w->log, "custom: %s: %s", path, fb_strerror((int)len));
-		else if (!(doc = yaml_parse(text, (size_t)len, path, &ei)))
-			LOG_E(&w->log, "custom: %s (file skipped)", fb_errinfo_str(&ei, msg, sizeof(msg)));
-		else if (json_type(doc) != JSON_ARRAY && json_type(doc) != JSON_NULL)
-			LOG_E(&w->log, "custom: %s: not a list of rules (file skipped)", path);
-		else if (json_type(doc) == JSON_ARRAY)
-			custom_run(w, doc, path, f, out);
-		json_free(doc);
-		free(text);
-	}
-	hostfs_names_free(names, n);
-}
-
-/* Runs sources.custom, then custom.d, into labels (unprefixed: the master
- * prefixes them). rule.matched is theirs alone: it is not published. */
-static void custom_labels(struct worker *w, struct features *f, struct json *labels)
-{
-	struct rules_out out;
-	int root;
-
-	if (rules_out_init(&out) < 0) {
-		LOG_E(&w->log, "custom: out of memory");
-		return;
-	}
-	if (w->cfg.custom)
-		custom_run(w, w->cfg.custom, "sources.custom", f, &out);
-	root = open(w->custom_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* the admin names it */
-	if (root >= 0) {
-		custom_dir(w, root, "", f, &out);
-		close(root);
-	} else {
-		LOG_V(&w->log, 1, "custom: %s: %s", w->custom_dir, strerror(errno));
-	}
-	for (const struct json *e = json_child(out.labels); e; e = json_next(e))
-		json_set_str(labels, json_key(e), json_str(e));
-	json_remove(json_get(f->root, "attributes"), "rule.matched");
-	rules_out_free(&out);
-}
-
 /* What we publish must be something the API takes: etcd refuses an object
  * over 1.5 MiB and the apiserver a body over 3 MiB. The NodeFeature is kept
  * to 1 MiB of JSON: a third of the way to etcd's limit is left for what the
@@ -657,35 +527,30 @@ static void cap_spec(struct worker *w, struct json *spec)
 		LOG_E(&w->log, "%s: cannot be cut to size", what);
 }
 
-/* One full pass: every enabled source into a new spec {features, labels}. */
-/* A pass: every enabled source into a new spec {features, labels}. With
- * full 0 (a features.d change) only the local and custom sources run, over
- * the built-in sources' result of the last full pass (as upstream, which
- * re-discovers only the local source on a features.d event); the discovery
- * histogram counts full passes only, as upstream's. */
+/* A pass: every enabled source (core/nfdsrc's registry) into a new spec
+ * {features, labels}. With full 0 (a features.d change) the host sources do
+ * not run: the files and rules stages run over the host sources' result of
+ * the last full pass (as upstream, which re-discovers only the local source
+ * on a features.d event); the discovery histogram counts full passes only,
+ * as upstream's. */
 static struct json *discover(struct worker *w, int full)
 {
-	struct features f, scratch;
-	struct json *labels = json_new_object(), *spec = NULL, *local_labels = json_new_object();
-	struct fb_errinfo ei;
+	const struct nfdsrc_ctx ctx = {
+		.h = &w->h, .cfg = &w->src, .nodename = w->node, .features_dir = w->features_dir,
+		.hook_labels = w->hooks ? w->hook_labels : NULL,
+		.hook_features = w->hooks ? w->hook_features : NULL,
+		.custom_rules = w->cfg.custom, .custom_dir = w->custom_dir, .lg = &w->log,
+	};
+	struct features f;
+	struct json *labels = json_new_object(), *spec = NULL;
+	struct json *held[NFDSRC_COUNT] = { NULL }; /* the labels of prio > 0, applied last */
 	long long t0 = loop_now_ms();
-	/* as upstream: a label source only labels what its feature source found */
-	unsigned long long any = w->feat_mask;
-	char msg[1200];
+	int stage = NFDSRC_HOST, oom = 0;
 
-	if (!labels || !local_labels || features_init(&f) < 0) {
+	if (!labels || features_init(&f) < 0) {
 		json_free(labels);
-		json_free(local_labels);
 		return NULL;
 	}
-	if (features_init(&scratch) < 0) {
-		features_free(&f);
-		json_free(labels);
-		json_free(local_labels);
-		return NULL;
-	}
-#define FEAT(src) (enabled(w->feat_mask, src) ? &f : &scratch)
-#define LAB(src) (enabled(w->label_mask & w->feat_mask, src) ? labels : NULL)
 	if (!full && w->base_features && w->base_labels) {
 		struct json *bf = json_dup(w->base_features), *bl = json_dup(w->base_labels);
 
@@ -693,106 +558,61 @@ static struct json *discover(struct worker *w, int full)
 			json_free(bf);
 			json_free(bl);
 			features_free(&f);
-			features_free(&scratch);
 			json_free(labels);
-			json_free(local_labels);
 			return NULL;
 		}
 		features_free(&f);
 		f.root = bf;
 		json_free(labels);
 		labels = bl;
-		goto local;
+		stage = NFDSRC_FILES;
 	}
-	full = 1;
-	if (enabled(any, SRC_CPU))
-		nfdsrc_cpu(&w->h, &w->src, FEAT(SRC_CPU), LAB(SRC_CPU), &w->log);
-	if (enabled(any, SRC_KERNEL))
-		nfdsrc_kernel(&w->h, &w->src, FEAT(SRC_KERNEL), LAB(SRC_KERNEL), &w->log);
-	if (enabled(any, SRC_MEMORY))
-		nfdsrc_memory(&w->h, FEAT(SRC_MEMORY), LAB(SRC_MEMORY), &w->log);
-	if (enabled(any, SRC_NETWORK))
-		nfdsrc_network(&w->h, FEAT(SRC_NETWORK), LAB(SRC_NETWORK), &w->log);
-	if (enabled(any, SRC_PCI)) {
-		struct pci_list pl;
-
-		pci_list_init(&pl);
-		fb_errinfo_init(&ei);
-		if (pci_scan(&w->h, PCI_SRIOV | PCI_IOMMU, &pl, &w->log, &ei) < 0)
-			LOG_E(&w->log, "pci: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-		else
-			nfdsrc_pci(&w->src, &pl, FEAT(SRC_PCI), LAB(SRC_PCI), &w->log);
-		pci_list_free(&pl);
-	}
-	if (enabled(any, SRC_STORAGE))
-		nfdsrc_storage(&w->h, FEAT(SRC_STORAGE), LAB(SRC_STORAGE), &w->log);
-	if (enabled(any, SRC_SYSTEM))
-		nfdsrc_system(&w->h, w->node, FEAT(SRC_SYSTEM), LAB(SRC_SYSTEM), &w->log);
-	if (enabled(any, SRC_USB)) {
-		struct usb_list ul;
-
-		usb_list_init(&ul);
-		fb_errinfo_init(&ei);
-		if (usb_scan(&w->h, &ul, &w->log, &ei) < 0)
-			LOG_E(&w->log, "usb: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-		else
-			nfdsrc_usb(&w->src, &ul, FEAT(SRC_USB), LAB(SRC_USB), &w->log);
-		usb_list_free(&ul);
-	}
-	if (w->l) { /* a daemon: keep them for the passes features.d changes cause */
-		json_free(w->base_features);
-		json_free(w->base_labels);
-		w->base_features = json_dup(f.root);
-		w->base_labels = json_dup(labels);
-	}
-local:
-	/* local last: it overrides the built-ins (upstream priority 20) */
-	if (enabled(any, SRC_LOCAL)) {
-		struct json *ll = NULL, *lf = NULL;
-		int rc;
-
-		fb_errinfo_init(&ei);
-		rc = featfile_read_dir(w->features_dir, NULL, &w->log, &ll, &lf, &ei);
-		if (rc < 0 && rc != -FB_ENOENT)
-			LOG_E(&w->log, "local: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-		if (rc == -FB_ENOENT) { /* no features.d: hooks may still say something */
-			ll = json_new_object();
-			lf = json_new_object();
-			rc = ll && lf ? 0 : -FB_ENOMEM;
+	full = stage == NFDSRC_HOST;
+	for (; stage <= NFDSRC_RULES; stage++) {
+		if (stage == NFDSRC_FILES && full && w->l) {
+			/* a daemon: keep them for the passes features.d changes cause */
+			json_free(w->base_features);
+			json_free(w->base_labels);
+			w->base_features = json_dup(f.root);
+			w->base_labels = json_dup(labels);
 		}
-		if (rc == 0 && w->hooks) {
-			/* the last hooks run (pass() ran it first), over the files, as upstream */
-			for (const struct json *e = json_child(w->hook_labels); e; e = json_next(e))
-				json_set_str(ll, json_key(e), json_str(e));
-			for (const struct json *e = json_child(w->hook_features); e; e = json_next(e))
-				json_set_str(lf, json_key(e), json_str(e));
-		}
-		if (rc == 0) {
-			for (const struct json *e = json_child(ll); e; e = json_next(e)) {
-				if (enabled(w->feat_mask, SRC_LOCAL))
-					features_attr(&f, "local.label", json_key(e), json_str(e));
-				if (enabled(w->label_mask & w->feat_mask, SRC_LOCAL) && local_labels)
-					json_set_str(local_labels, json_key(e), json_str(e));
+		for (int i = 0; i < NFDSRC_COUNT; i++) {
+			const struct nfdsrc_source *s = nfdsrc_sources[i];
+			struct json *lab = NULL;
+
+			if (s->stage != (enum nfdsrc_stage)stage ||
+			    !enabled(s->label_only ? w->label_mask : w->feat_mask, i))
+				continue;
+			/* as upstream: a label source only labels what its feature source found */
+			if (enabled(s->label_only ? w->label_mask : w->label_mask & w->feat_mask, i)) {
+				lab = s->prio ? (held[i] = json_new_object()) : labels;
+				oom |= !lab;
 			}
-			for (const struct json *e = json_child(lf); e; e = json_next(e))
-				if (enabled(w->feat_mask, SRC_LOCAL))
-					features_attr(&f, "local.feature", json_key(e), json_str(e));
-		}
-		json_free(ll);
-		json_free(lf);
-		if (enabled(w->feat_mask, SRC_LOCAL)) { /* upstream publishes both, even empty */
-			features_ensure(&f, FEATURES_ATTRIBUTES, "local.label");
-			features_ensure(&f, FEATURES_ATTRIBUTES, "local.feature");
+			s->discover(&ctx, &f, lab);
 		}
 	}
-#undef FEAT
-#undef LAB
-	/* priority: built-ins < custom < local; the custom rules see every feature */
-	if (enabled(w->label_mask, SRC_CUSTOM))
-		custom_labels(w, &f, labels);
-	for (const struct json *e = json_child(local_labels); e; e = json_next(e))
-		json_set_str(labels, json_key(e), json_str(e));
-	json_free(local_labels);
+	/* labels by priority, lowest first: host sources < custom < local */
+#define KEY(i) (nfdsrc_sources[i]->prio * NFDSRC_COUNT + (i))
+	for (int done = -1; !oom;) {
+		int next = -1;
+
+		for (int i = 0; i < NFDSRC_COUNT; i++)
+			if (held[i] && KEY(i) > done && (next < 0 || KEY(i) < KEY(next)))
+				next = i;
+		if (next < 0)
+			break;
+		for (const struct json *e = json_child(held[next]); e; e = json_next(e))
+			json_set_str(labels, json_key(e), json_str(e));
+		done = KEY(next);
+	}
+#undef KEY
+	for (int i = 0; i < NFDSRC_COUNT; i++)
+		json_free(held[i]);
+	if (oom) {
+		features_free(&f);
+		json_free(labels);
+		return NULL;
+	}
 	nfdsrc_labels_filter(labels, w->have_whitelist ? &w->whitelist : NULL, &w->log);
 	for (size_t i = 0; i < w->cfg.core.no_publish_features.n; i++)
 		features_drop(&f, w->cfg.core.no_publish_features.v[i]);
@@ -806,7 +626,6 @@ local:
 		f.root = labels = NULL;
 	}
 	features_free(&f);
-	features_free(&scratch);
 	json_free(labels);
 	if (spec)
 		cap_spec(w, spec);

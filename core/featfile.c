@@ -1,5 +1,6 @@
 #include "featfile.h"
 
+#include "buf.h"
 #include "hostfs.h"
 #include "json.h"
 #include "labels.h"
@@ -336,15 +337,8 @@ struct ff_ctx {
 
 static int ctx_keep(struct ff_ctx *c, char *buf)
 {
-	if (c->nbufs == c->bsize) {
-		size_t ns = c->bsize ? c->bsize * 2 : 8;
-		char **nb = realloc(c->bufs, ns * sizeof(*nb));
-
-		if (!nb)
-			return -FB_ENOMEM;
-		c->bufs = nb;
-		c->bsize = ns;
-	}
+	if (ARRAY_GROW(c->bufs, c->bsize, c->nbufs + 1) < 0)
+		return -FB_ENOMEM;
 	c->bufs[c->nbufs++] = buf;
 	return 0;
 }
@@ -354,15 +348,8 @@ static int ctx_op(struct ff_ctx *c, uint32_t file, int map, int set, const char 
 {
 	struct ff_op *o;
 
-	if (c->nops == c->size) {
-		size_t ns = c->size ? c->size * 2 : 64;
-		struct ff_op *no = realloc(c->ops, ns * sizeof(*no));
-
-		if (!no)
-			return -FB_ENOMEM;
-		c->ops = no;
-		c->size = ns;
-	}
+	if (ARRAY_GROW(c->ops, c->size, c->nops + 1) < 0)
+		return -FB_ENOMEM;
 	o = &c->ops[c->nops++];
 	*o = (struct ff_op){ .key = key, .val = val, .klen = (uint32_t)klen, .vlen = (uint32_t)vlen,
 			     .seq = c->seq++, .file = file, .map = (uint8_t)map, .set = (uint8_t)set };
@@ -545,58 +532,29 @@ static int same_key(const struct ff_op *x, const struct ff_op *y)
 	return x->map == y->map && x->klen == y->klen && memcmp(x->key, y->key, x->klen) == 0;
 }
 
-struct sbuf {
-	char *p;
-	size_t len, size;
-	int oom;
-};
-
-static void sb_put(struct sbuf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->size) {
-		size_t ns = b->size ? b->size : 256;
-		char *np;
-
-		while (ns < b->len + n + 1)
-			ns *= 2;
-		np = realloc(b->p, ns);
-		if (!np) {
-			b->oom = 1;
-			return;
-		}
-		b->p = np;
-		b->size = ns;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void sb_string(struct sbuf *b, const char *s, size_t n)
+static void sb_string(struct buf *b, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t run = 0;
 
-	sb_put(b, "\"", 1);
+	buf_put(b, "\"", 1);
 	for (size_t i = 0; i < n; i++) {
 		unsigned char ch = (unsigned char)s[i];
 		char e[6] = { '\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15] };
 
 		if (ch >= 0x20 && ch != '"' && ch != '\\')
 			continue;
-		sb_put(b, s + run, i - run);
+		buf_put(b, s + run, i - run);
 		if (ch == '"' || ch == '\\') {
 			e[1] = (char)ch;
-			sb_put(b, e, 2);
+			buf_put(b, e, 2);
 		} else {
-			sb_put(b, e, 6);
+			buf_put(b, e, 6);
 		}
 		run = i + 1;
 	}
-	sb_put(b, s + run, n - run);
-	sb_put(b, "\"", 1);
+	buf_put(b, s + run, n - run);
+	buf_put(b, "\"", 1);
 }
 
 /* Resolves the operations into the two objects. The objects are built as
@@ -604,16 +562,18 @@ static void sb_string(struct sbuf *b, const char *s, size_t n)
  * the object each time. */
 static int ctx_finish(struct ff_ctx *c, struct json **labels, struct json **features)
 {
-	struct sbuf b[2] = { { 0 }, { 0 } };
+	struct buf b[2];
 	struct json **out[2] = { labels, features };
 	char e1[SHOW], e2[SHOW], n1[128], n2[128];
 	int rc = 0;
 
 	*labels = *features = NULL;
+	buf_init(&b[0], 0);
+	buf_init(&b[1], 0);
 	if (c->nops)
 		qsort(c->ops, c->nops, sizeof(*c->ops), op_cmp);
-	sb_put(&b[0], "{", 1);
-	sb_put(&b[1], "{", 1);
+	buf_put(&b[0], "{", 1);
+	buf_put(&b[1], "{", 1);
 	for (size_t i = 0, j; i < c->nops; i = j) {
 		const struct ff_op *win = NULL;
 
@@ -636,18 +596,18 @@ static int ctx_finish(struct ff_ctx *c, struct json **labels, struct json **feat
 		if (!win)
 			continue;
 		if (b[win->map].len > 1)
-			sb_put(&b[win->map], ",", 1);
+			buf_put(&b[win->map], ",", 1);
 		sb_string(&b[win->map], win->key, win->klen);
-		sb_put(&b[win->map], ":", 1);
+		buf_put(&b[win->map], ":", 1);
 		sb_string(&b[win->map], win->val, win->vlen);
 	}
 	for (int m = 0; m < 2; m++) {
-		sb_put(&b[m], "}", 1);
-		if (!b[m].oom)
+		buf_put(&b[m], "}", 1);
+		if (!b[m].err)
 			*out[m] = json_parse(b[m].p, b[m].len, "features.d", NULL);
 		if (!*out[m])
 			rc = -FB_ENOMEM;
-		free(b[m].p);
+		buf_free(&b[m]);
 	}
 	if (rc < 0) {
 		json_free(*labels);

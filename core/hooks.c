@@ -1,5 +1,6 @@
 #include "hooks.h"
 
+#include "attr.h"
 #include "err.h"
 #include "featfile.h"
 #include "hostfs.h"
@@ -85,7 +86,7 @@ static int proc_stat(int procfd, const char *name, pid_t *ppid, unsigned long lo
 	int field;
 
 	if (snprintf(path, sizeof(path), "%s/stat", name) >= (int)sizeof(path) ||
-	    sysfs_read(procfd, path, buf, sizeof(buf)) < 0 || !(p = strrchr(buf, ')')))
+	    attr_read(procfd, path, buf, sizeof(buf), 0) < 0 || !(p = strrchr(buf, ')')))
 		return -1;
 	/* fields from 3 (state): ppid is 4, starttime 22 */
 	for (field = 2; *p && field < 22; p++) {

@@ -1,5 +1,10 @@
-/* nfdsrc: the built-in feature sources of NFD's nfd-worker (pci, usb, cpu,
- * kernel, memory, network, storage, system), each a function that adds its
+/* nfdsrc: the feature sources of NFD's nfd-worker as a registry, in the
+ * manner of pciutils' access methods: nfdsrc_sources lists every source
+ * (one file each, core/nfdsrc_<name>.c), and the worker's discovery is a
+ * loop over it.
+ *
+ * The built-in sources (pci, usb, cpu, kernel, memory, network, storage,
+ * system) are also callable one by one: each a function that adds its
  * features (keys "<source>.<feature>", element names as upstream) to a
  * struct features and, when labels is not NULL, its labels to a json object
  * of "feature.node.kubernetes.io/<source>-<name>": "<string>" members
@@ -26,6 +31,51 @@
 #include <stddef.h>
 
 #define NFDSRC_LABEL_NS "feature.node.kubernetes.io"
+
+struct nfdsrc_config;
+
+/* What a source reads besides the host. Every pointer is borrowed. */
+struct nfdsrc_ctx {
+	const struct hostfs *h;
+	const struct nfdsrc_config *cfg;
+	const char *nodename;                      /* system: the node's name, may be "" */
+	const char *features_dir;                  /* local: features.d (a plain path) */
+	const struct json *hook_labels, *hook_features; /* local: the last hooks run, NULL: none */
+	const struct json *custom_rules;           /* custom: sources.custom, NULL: none */
+	const char *custom_dir;                    /* custom: custom.d (a plain path) */
+	const struct fb_log *lg;                   /* may be NULL */
+};
+
+/* When a source runs in a pass: the host sources first (their result is
+ * what a features.d change is applied over), then the files (features.d),
+ * then the rules, which see every feature. */
+enum nfdsrc_stage { NFDSRC_HOST, NFDSRC_FILES, NFDSRC_RULES };
+
+/* One source. discover adds its features to f and, when labels is not
+ * NULL, its labels (errors as above). A feature source runs when
+ * featureSources enables it and labels when labelSources does too (as
+ * upstream, a label source only labels what its feature source found); a
+ * label_only source (custom) runs when labelSources enables it, and writes
+ * unprefixed labels (the master prefixes them). Labels are applied by prio,
+ * upstream's label source priority: a higher one's override a lower one's
+ * (local 20 over custom 10 over the host sources' 0). */
+struct nfdsrc_source {
+	const char *name;
+	enum nfdsrc_stage stage;
+	int prio;
+	int label_only;
+	int (*discover)(const struct nfdsrc_ctx *c, struct features *f, struct json *labels);
+};
+
+/* Every source, in upstream's sorted order of names: bit i of the
+ * featureSources/labelSources masks is nfdsrc_sources[i], named
+ * nfdsrc_names[i]. */
+enum {
+	NFDSRC_CPU, NFDSRC_CUSTOM, NFDSRC_KERNEL, NFDSRC_LOCAL, NFDSRC_MEMORY, NFDSRC_NETWORK,
+	NFDSRC_PCI, NFDSRC_STORAGE, NFDSRC_SYSTEM, NFDSRC_USB, NFDSRC_COUNT
+};
+extern const struct nfdsrc_source *const nfdsrc_sources[NFDSRC_COUNT];
+extern const char *const nfdsrc_names[NFDSRC_COUNT];
 
 /* A list of strings. Borrowed: nfdsrc never frees or changes them. */
 struct nfdsrc_list {
@@ -91,6 +141,26 @@ int nfdsrc_storage(const struct hostfs *h, struct features *f, struct json *labe
  * may be ""); labels system-os_release.{ID,VERSION_ID,VERSION_ID.major,.minor}. */
 int nfdsrc_system(const struct hostfs *h, const char *nodename, struct features *f,
 		  struct json *labels, const struct fb_log *lg);
+
+/* local.label/local.feature from features.d (featfile_read_dir) with the
+ * last hooks run's output over it (core/hooks runs them, the caller keeps
+ * the output); labels key -> value, unprefixed. A missing features.d is no
+ * local features. Both attributes are published, even empty. */
+int nfdsrc_local(const char *features_dir, const struct json *hook_labels,
+		 const struct json *hook_features, struct features *f, struct json *labels,
+		 const struct fb_log *lg);
+
+/* The custom source: the rules of sources.custom (rules may be NULL), then
+ * those of custom.d's files, run over f (core/rules, RULES_CUSTOM) into
+ * labels (unprefixed); broken rules and files are logged and skipped.
+ * rule.matched stays theirs: it is removed from f. custom.d: every
+ * non-hidden file, sorted, and those one directory down (a ConfigMap
+ * mounted as a subdirectory), each a YAML list of rules of at most 1 MiB;
+ * what is inside is opened beneath it (hostfs_open_beneath), at most
+ * NFDSRC_CUSTOM_MAX_FILES entries per directory. */
+#define NFDSRC_CUSTOM_MAX_FILES 1024 /* FEATFILE_MAX_FILES */
+void nfdsrc_custom(const struct json *rules, const char *custom_dir, struct features *f,
+		   struct json *labels, const struct fb_log *lg);
 
 /* core.labelWhiteList: compiles the RE2 pattern into re through re_compile
  * (unanchored as upstream; what has no POSIX equivalent is refused, see

@@ -1,7 +1,8 @@
 /* nfdsrc: NFD's built-in sources on the fixture hosts under
  * tests/fixtures/nfd/ (every feature and label written out), the pci/usb
  * label rules on hand-made device lists, label validity and the whitelist,
- * and the corner cases of each parser on small trees made here. */
+ * the corner cases of each parser on small trees made here, and the registry
+ * with the local and custom sources. */
 #include "t.h"
 
 #include "../../core/err.h"
@@ -1181,6 +1182,159 @@ static void test_cpuinfo_reads(void)
 	tmp_done();
 }
 
+/* ---- the registry, local and custom ---------------------------------------- */
+
+static void test_registry(void)
+{
+	int sorted = 1, named = 1, host = 1;
+
+	for (int i = 0; i < NFDSRC_COUNT; i++) {
+		const struct nfdsrc_source *s = nfdsrc_sources[i];
+
+		named &= s && s->discover && strcmp(s->name, nfdsrc_names[i]) == 0;
+		sorted &= i == 0 || strcmp(nfdsrc_names[i - 1], nfdsrc_names[i]) < 0;
+		if (i != NFDSRC_LOCAL && i != NFDSRC_CUSTOM)
+			host &= s && s->stage == NFDSRC_HOST && s->prio == 0 && !s->label_only;
+	}
+	T_OK("registry: every source named as nfdsrc_names", named, "a name differs");
+	T_OK("registry: in upstream's sorted order (the mask bits)", sorted, "not sorted");
+	T_OK("registry: the built-ins are host sources of priority 0", host, "one is not");
+	T_INT("registry: local reads files", nfdsrc_sources[NFDSRC_LOCAL]->stage, NFDSRC_FILES);
+	T_INT("registry: custom runs rules", nfdsrc_sources[NFDSRC_CUSTOM]->stage, NFDSRC_RULES);
+	T_INT("registry: custom is a label source only", nfdsrc_sources[NFDSRC_CUSTOM]->label_only, 1);
+	T_INT("registry: local is a feature source", nfdsrc_sources[NFDSRC_LOCAL]->label_only, 0);
+	T_OK("registry: local's labels over custom's over the built-ins'",
+	     nfdsrc_sources[NFDSRC_LOCAL]->prio > nfdsrc_sources[NFDSRC_CUSTOM]->prio &&
+		     nfdsrc_sources[NFDSRC_CUSTOM]->prio > 0, "local %d, custom %d",
+	     nfdsrc_sources[NFDSRC_LOCAL]->prio, nfdsrc_sources[NFDSRC_CUSTOM]->prio);
+}
+
+/* A host source through the registry is the source called directly. */
+static void test_registry_host(void)
+{
+	struct nfdsrc_config c;
+	struct nfdsrc_ctx ctx = { .lg = &quiet, .nodename = "n1" };
+	struct hostfs h;
+	struct features f;
+	struct json *labels = json_new_object();
+	char *got;
+
+	nfdsrc_config_init(&c);
+	tmp_new();
+	tmp_put("etc/os-release", "ID=debian\nVERSION_ID=\"12.4\"\n");
+	tmp_hostfs(&h);
+	ctx.h = &h;
+	ctx.cfg = &c;
+	features_init(&f);
+	nfdsrc_sources[NFDSRC_SYSTEM]->discover(&ctx, &f, labels);
+	T_STR("registry: system source, features", json_get_str(features_attrs(&f, "system.name"), "nodename", "?"),
+	      "n1");
+	got = label_lines(labels);
+	T_STR("registry: system source, labels", got,
+	      "~system-os_release.ID=debian\n~system-os_release.VERSION_ID.major=12\n"
+	      "~system-os_release.VERSION_ID.minor=4\n~system-os_release.VERSION_ID=12.4\n");
+	free(got);
+	features_free(&f);
+	json_free(labels);
+	tmp_done();
+}
+
+static const struct {
+	const char *name;
+	const char *file;  /* features.d/10 (NULL: no features.d) */
+	const char *hooks; /* hook labels and features, JSON (NULL: no hooks) */
+	int labels;        /* a label source too */
+	const char *want_labels, *want_label_attr, *want_feature_attr;
+} local_cases[] = {
+	{ "no features.d, no hooks", NULL, NULL, 1, "", "{}", "{}" },
+	{ "files", "a=1\n# +no-label\nb=2\n", NULL, 1, "a=1\n", "{\"a\":\"1\"}", "{\"a\":\"1\",\"b\":\"2\"}" },
+	{ "hooks over files", "a=1\n# +no-label\nb=2\n", "[{\"a\":\"hook\",\"h\":\"x\"},{\"hf\":\"y\"}]", 1,
+	  "a=hook\nh=x\n", "{\"a\":\"hook\",\"h\":\"x\"}", "{\"a\":\"1\",\"b\":\"2\",\"hf\":\"y\"}" },
+	{ "hooks without features.d", NULL, "[{\"h\":\"x\"},{}]", 1, "h=x\n", "{\"h\":\"x\"}", "{}" },
+	{ "a feature source only", "a=1\n", NULL, 0, "", "{\"a\":\"1\"}", "{\"a\":\"1\"}" },
+};
+
+static void test_local(void)
+{
+	char name[160], dir[128], *got;
+
+	for (size_t i = 0; i < N(local_cases); i++) {
+		struct nfdsrc_ctx ctx = { .lg = &quiet, .features_dir = dir };
+		struct json *hooks = NULL, *labels = json_new_object();
+		struct features f;
+
+		tmp_new();
+		snprintf(dir, sizeof(dir), "%s/features.d", tmp);
+		if (local_cases[i].file)
+			tmp_put("features.d/10", local_cases[i].file);
+		if (local_cases[i].hooks) {
+			hooks = json_parse(local_cases[i].hooks, strlen(local_cases[i].hooks), "t", NULL);
+			ctx.hook_labels = json_at(hooks, 0);
+			ctx.hook_features = json_at(hooks, 1);
+		}
+		features_init(&f);
+		nfdsrc_sources[NFDSRC_LOCAL]->discover(&ctx, &f, local_cases[i].labels ? labels : NULL);
+		snprintf(name, sizeof(name), "local: %s: labels", local_cases[i].name);
+		got = label_lines(labels);
+		T_STR(name, got, local_cases[i].want_labels);
+		free(got);
+		snprintf(name, sizeof(name), "local: %s: local.label", local_cases[i].name);
+		T_STR(name, print(features_attrs(&f, "local.label")), local_cases[i].want_label_attr);
+		snprintf(name, sizeof(name), "local: %s: local.feature", local_cases[i].name);
+		T_STR(name, print(features_attrs(&f, "local.feature")), local_cases[i].want_feature_attr);
+		features_free(&f);
+		json_free(labels);
+		json_free(hooks);
+		tmp_done();
+	}
+}
+
+static void test_custom(void)
+{
+	static const char rules[] =
+		"[{\"name\":\"cfg\",\"labels\":{\"x\":\"1\"},\"vars\":{\"v\":\"true\"},"
+		"\"matchFeatures\":[{\"feature\":\"local.label\",\"matchExpressions\":{\"a\":{\"op\":\"Exists\"}}}]},"
+		"{\"name\":\"never\",\"labels\":{\"never\":\"1\"},"
+		"\"matchFeatures\":[{\"feature\":\"local.label\",\"matchExpressions\":{\"zz\":{\"op\":\"Exists\"}}}]}]";
+	struct nfdsrc_ctx ctx = { .lg = &quiet };
+	struct json *labels = json_new_object(), *r = json_parse(rules, strlen(rules), "t", NULL);
+	struct features f;
+	char dir[128], *got;
+
+	tmp_new();
+	snprintf(dir, sizeof(dir), "%s/custom.d", tmp);
+	tmp_put("custom.d/10.yaml", "- name: backref\n  labels: {y: \"2\"}\n  matchFeatures:\n"
+				    "    - feature: rule.matched\n      matchExpressions: {v: {op: IsTrue}}\n");
+	tmp_put("custom.d/20-bad.yaml", "not: [valid\n");
+	tmp_put("custom.d/cm/rules.yaml", "- name: cm\n  labels: {z: \"3\"}\n");
+	tmp_put("custom.d/cm/deeper/rules.yaml", "- name: deep\n  labels: {deep: \"1\"}\n");
+	tmp_put("custom.d/.hidden.yaml", "- name: hidden\n  labels: {hidden: \"1\"}\n");
+	ctx.custom_rules = r;
+	ctx.custom_dir = dir;
+	features_init(&f);
+	features_attr(&f, "local.label", "a", "1");
+	nfdsrc_sources[NFDSRC_CUSTOM]->discover(&ctx, &f, labels);
+	got = label_lines(labels);
+	T_STR("custom: config and custom.d rules, back-reference, one subdirectory, no hidden file", got,
+	      "x=1\ny=2\nz=3\n");
+	free(got);
+	T_STR("custom: rule.matched is not kept", print(features_attrs(&f, "rule.matched")), "(absent)");
+	features_free(&f);
+	json_free(labels);
+
+	/* no custom.d, no rules: nothing */
+	ctx.custom_rules = NULL;
+	snprintf(dir, sizeof(dir), "%s/none", tmp);
+	labels = json_new_object();
+	features_init(&f);
+	nfdsrc_sources[NFDSRC_CUSTOM]->discover(&ctx, &f, labels);
+	T_INT("custom: no rules, no custom.d: no labels", json_count(labels), 0);
+	features_free(&f);
+	json_free(labels);
+	json_free(r);
+	tmp_done();
+}
+
 int main(void)
 {
 	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -1200,6 +1354,10 @@ int main(void)
 	test_parsers();
 	test_cpus();
 	test_cpuinfo_reads();
+	test_registry();
+	test_registry_host();
+	test_local();
+	test_custom();
 	close(null);
 	return t_done();
 }
