@@ -181,7 +181,7 @@ struct master {
 	int flush_timer, dirty;
 	long long flush_due;           /* loop_now_ms() when flush_timer fires */
 	/* restrictions.*: the node-feature namespace selector is a server-side
-	 * labelSelector on the Namespace list and watch; nss is what it selects */
+	 * labelSelector on the Namespace list and watch; st.nss is what it selects */
 	int ns_filter, deny_nf_labels, disable_labels, disable_annotations, disable_ers;
 	int m_rej_nfs;
 };
@@ -222,7 +222,6 @@ static void schedule(struct master *m, long long delay)
 	m->flush_timer = loop_timer(m->l, delay, flush, m);
 	m->flush_due = due;
 }
-
 
 static void mark_all(struct master *m, int force)
 {
