@@ -195,10 +195,6 @@ fuzz:
 
 fuzz-bins: $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
 
-# fuzz_nodefeature includes the applet's source to reach its static functions
-build/check/tests/fuzz_nodefeature build/fuzz/fuzz_nodefeature: applets/nfd-master.c applets/applets.h \
-	applets/applets.def
-
 build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_OBJ) $(LIBS)
 	$(CC) $(CFLAGS_FB) -DFB_LIBFUZZER $(LDFLAGS_FB) -o $@ $< $(CORE_OBJ) $(LIBS) $(LDLIBS)
 

@@ -18,8 +18,8 @@
  * last written is not touched at all, except by the resync.
  *
  * What one node may cost (a node may write any NodeFeature): an object over
- * NF_MAX_BYTES of JSON (1.5 MiB, etcd's default limit; clusters can raise it)
- * or with more than NF_MAX_LABELS labels (10,000: twenty times the largest
+ * NFSTORE_MAX_BYTES of JSON (1.5 MiB, etcd's default limit; clusters can raise it)
+ * or with more than NFSTORE_MAX_LABELS labels (10,000: twenty times the largest
  * real node's few hundred, and about what a Node can carry, since every
  * label's name goes into the feature-labels annotation and a Node's
  * annotations share 256 KiB) is refused whole with a warning naming it,
@@ -107,6 +107,7 @@
 #include "../core/metrics.h"
 #include "../core/nfdconf.h"
 #include "../core/nfdsrc.h"
+#include "../core/nfstore.h"
 #include "../core/nodelabels.h"
 #include "../core/opt.h"
 #include "../core/rules.h"
@@ -132,144 +133,11 @@ static const char usage[] =
 
 #define DEFAULT_CONFIG "/etc/kubernetes/node-feature-discovery/nfd-master.conf"
 #define NF_API "/apis/nfd.k8s-sigs.io/v1alpha1"
-#define NODE_NAME_LABEL "nfd.node.kubernetes.io/node-name"
 #define FLUSH_MS 1000        /* events are coalesced for this long (upstream: 1 s) */
 #define SLICE_MS 100         /* node updates in one go before the loop runs again */
 #define RETRY_BASE_MS 50     /* per-node retry: 50 ms .. 100 s, as upstream's queue */
 #define RETRY_MAX_MS 100000
 #define FAILS_COUNTED 15     /* upstream counts a failure after 15 requeues */
-#define NF_MAX_BYTES (1536 * 1024) /* a NodeFeature's JSON: what etcd stores by default */
-#define NF_MAX_LABELS FEATURES_MAX_LABELS /* spec.labels of one NodeFeature (see the header) */
-
-/* ---- a string-keyed hash table ------------------------------------------ */
-
-struct slot {
-	const char *key; /* borrowed from the value */
-	void *val;
-};
-struct smap {
-	struct slot *s;
-	size_t cap, n;
-};
-
-static uint64_t fnv(const void *p, size_t n, uint64_t h)
-{
-	const unsigned char *b = p;
-
-	while (n--)
-		h = (h ^ *b++) * 0x100000001b3ULL;
-	return h;
-}
-#define FNV0 0xcbf29ce484222325ULL
-
-static size_t smap_find(const struct smap *m, const char *key)
-{
-	size_t i = fnv(key, strlen(key), FNV0) & (m->cap - 1);
-
-	while (m->s[i].key && strcmp(m->s[i].key, key) != 0)
-		i = (i + 1) & (m->cap - 1);
-	return i;
-}
-
-static void *smap_get(const struct smap *m, const char *key)
-{
-	const struct slot *sl = m->cap ? &m->s[smap_find(m, key)] : NULL;
-
-	return sl && sl->key ? sl->val : NULL;
-}
-
-static int smap_put(struct smap *m, const char *key, void *val)
-{
-	if ((m->n + 1) * 2 > m->cap) {
-		struct smap g = { calloc(m->cap ? m->cap * 2 : 64, sizeof(struct slot)), m->cap ? m->cap * 2 : 64, 0 };
-
-		if (!g.s)
-			return -FB_ENOMEM;
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->s[i].key)
-				g.s[smap_find(&g, m->s[i].key)] = m->s[i];
-		g.n = m->n;
-		free(m->s);
-		*m = g;
-	}
-	size_t i = smap_find(m, key);
-
-	if (!m->s[i].key)
-		m->n++;
-	m->s[i].key = key;
-	m->s[i].val = val;
-	return 0;
-}
-
-/* Linear probing removal with backward shift: no tombstones. */
-static void smap_del(struct smap *m, const char *key)
-{
-	size_t i, j;
-
-	if (!m->cap || !m->s[i = smap_find(m, key)].key)
-		return;
-	m->s[i].key = NULL;
-	m->s[i].val = NULL;
-	m->n--;
-	for (j = (i + 1) & (m->cap - 1); m->s[j].key; j = (j + 1) & (m->cap - 1)) {
-		size_t want = fnv(m->s[j].key, strlen(m->s[j].key), FNV0) & (m->cap - 1);
-
-		/* move j back to i unless its home lies cyclically in (i, j] */
-		if ((j > i && (want <= i || want > j)) || (j < i && want <= i && want > j)) {
-			m->s[i] = m->s[j];
-			m->s[j].key = NULL;
-			m->s[j].val = NULL;
-			i = j;
-		}
-	}
-}
-
-/* ---- state -------------------------------------------------------------- */
-
-struct node;
-
-struct nf {                    /* one NodeFeature object */
-	char *key;             /* "namespace/name", owned; ns and name point past it */
-	const char *ns, *name;
-	struct node *node;
-	struct nf *next;       /* the node's other objects */
-	uint64_t hash;         /* spec, owner references, node name, pod uid */
-	char *data;            /* {"labels":{...},"features":{...}} kept part, owned */
-	char **dyn;            /* features its "@" label values name (with repeats), owned */
-	size_t n_dyn;
-	unsigned dyn_gen;      /* the node's dyn_gen when data was kept */
-	int seen;
-};
-
-struct dref {                  /* a feature some "@" label value of a node names */
-	size_t refs;           /* how many such values, over the node's objects */
-	char name[];
-};
-
-struct node {
-	char *name;            /* owned */
-	struct nf *nfs;
-	struct smap dyn;       /* name -> struct dref: what its objects keep for "@" values */
-	unsigned dyn_gen;      /* bumped when dyn gains a name: objects kept before lack it */
-	unsigned exists : 1, dirty : 1, force : 1, processed : 1, pending_delete : 1, seen : 1;
-	uint64_t applied;      /* hash of the desired state last written */
-	int fails;
-	long long retry_at;
-};
-
-struct nfr {                   /* one NodeFeatureRule object */
-	char *name;
-	uint64_t hash;
-	struct rules *rules;
-	char **dyn;                    /* features of "@..." output values, as kept-set entries */
-	size_t n_dyn;
-	int seen, errors_logged;
-};
-
-struct nsel {                  /* a namespace the selector selects */
-	char *name;            /* owned */
-	int seen;
-};
 
 struct master;
 
@@ -309,19 +177,12 @@ struct master {
 	long long resync_ms, gc_ms;
 	struct lease *lease;
 	struct informer inf[INF_COUNT];
-	struct smap nfs, nodes;
-	struct nfr **nfrs;             /* sorted by name */
-	size_t n_nfrs;
-	char **refs;                   /* features the rules match on, sorted */
-	size_t n_refs;
-	int refresh_all;               /* relisting NodeFeatures for new refs: ignore hashes */
-	int relist_nf;                 /* the refs grew: list NodeFeatures again */
+	struct nfstore st;             /* the objects; refresh_all and relist_nf with them */
 	int flush_timer, dirty;
 	long long flush_due;           /* loop_now_ms() when flush_timer fires */
 	/* restrictions.*: the node-feature namespace selector is a server-side
-	 * labelSelector on the Namespace list and watch; nss is what it selects */
+	 * labelSelector on the Namespace list and watch; st.nss is what it selects */
 	int ns_filter, deny_nf_labels, disable_labels, disable_annotations, disable_ers;
-	struct smap nss;
 	int m_rej_nfs;
 };
 
@@ -362,754 +223,73 @@ static void schedule(struct master *m, long long delay)
 	m->flush_due = due;
 }
 
-static void mark(struct master *m, struct node *n, int force)
+static void mark_all(struct master *m, int force)
 {
-	n->dirty = 1;
-	n->force |= force;
+	nfstore_mark_all(&m->st, force);
+}
+
+/* ---- the store's hooks and the informers' callbacks --------------------- */
+
+static void on_dirty(void *ctx)
+{
+	struct master *m = ctx;
+
 	m->dirty = 1;
 	schedule(m, FLUSH_MS);
 }
 
-static void mark_all(struct master *m, int force)
+static int on_listed(void *ctx, int what)
 {
-	for (size_t i = 0; i < m->nodes.cap; i++)
-		if (m->nodes.s[i].key)
-			mark(m, m->nodes.s[i].val, force);
+	const struct master *m = ctx;
+
+	return m->inf[what == NFSTORE_NF ? INF_NF : INF_NS].synced;
 }
 
-static struct node *node_get(struct master *m, const char *name)
-{
-	struct node *n = smap_get(&m->nodes, name);
+static int gc_node(struct master *m, struct nfstore_node *n);
 
-	if (n)
-		return n;
-	if (!(n = calloc(1, sizeof(*n))) || !(n->name = strdup(name)) || smap_put(&m->nodes, n->name, n) < 0) {
-		if (n)
-			free(n->name);
-		free(n);
-		return NULL;
-	}
-	return n;
+/* A node the Node watch says is deleted: its NodeFeatures go, once the Nodes
+ * are listed and we may write. */
+static void on_node_deleted(void *ctx, struct nfstore_node *n)
+{
+	struct master *m = ctx;
+
+	if (m->inf[INF_NODE].synced && may_write(m))
+		gc_node(m, n);
 }
 
-/* Drops a node entry nobody needs any more: no Node, no NodeFeature. */
-static void node_gc_entry(struct master *m, struct node *n)
+/* The store as the configuration made it: called once, before the lists. */
+static void store_setup(struct master *m)
 {
-	if (n->exists || n->nfs)
-		return;
-	smap_del(&m->nodes, n->name);
-	free(n->dyn.s); /* empty: every object took its names back */
-	free(n->name);
-	free(n);
+	const struct nfstore_conf c = {
+		.log = &m->log, .mx = &m->mx, .m_rej_nfs = m->m_rej_nfs, .m_rule_errors = m->m_rule_errors,
+		.m_rule_time = m->m_rule_time, .m_rej_labels = m->m_rej_labels, .m_rej_ers = m->m_rej_ers,
+		.m_rej_taints = m->m_rej_taints, .ns = m->ns, .pol = &m->pol, .ns_filter = m->ns_filter,
+		.deny_nf_labels = m->deny_nf_labels, .disable_labels = m->disable_labels,
+		.disable_annotations = m->disable_annotations, .disable_ers = m->disable_ers,
+		.dirty = on_dirty, .listed = on_listed, .node_deleted = on_node_deleted, .ctx = m,
+	};
+
+	nfstore_init(&m->st, &c);
 }
 
-/* ---- "@" lookups: what a node's objects keep ---------------------------- */
-
-/* An "@" label value is looked up in the features merged from all of the
- * node's objects, so each of them keeps every feature any of them names. The
- * node counts the names its objects' labels use (each object adds its own
- * list and takes it back when it changes or goes): linear in an object's
- * labels, and a name no object uses any more is gone. */
-static void dyn_del(struct node *n, char *const *v, size_t k)
-{
-	for (size_t i = 0; i < k; i++) {
-		struct dref *d = smap_get(&n->dyn, v[i]);
-
-		if (d && !--d->refs) {
-			smap_del(&n->dyn, d->name);
-			free(d);
-		}
+/* nf_apply, nf_begin, nf_end and the same of nfr, node and ns: the store's */
+#define STORE_CALLBACKS(x) \
+	static int x##_apply(struct master *m, const struct json *obj, int deleted) \
+	{ \
+		return nfstore_##x##_apply(&m->st, obj, deleted); \
+	} \
+	static void x##_begin(struct master *m) \
+	{ \
+		nfstore_##x##_begin(&m->st); \
+	} \
+	static void x##_end(struct master *m) \
+	{ \
+		nfstore_##x##_end(&m->st); \
 	}
-}
-
-/* How many of the names are new to the node, or -FB_ENOMEM (nothing added). */
-static long dyn_add(struct node *n, char *const *v, size_t k)
-{
-	long added = 0;
-
-	for (size_t i = 0; i < k; i++) {
-		struct dref *d = smap_get(&n->dyn, v[i]);
-		size_t len = strlen(v[i]);
-
-		if (d) {
-			d->refs++;
-			continue;
-		}
-		if (!(d = malloc(sizeof(*d) + len + 1))) {
-			dyn_del(n, v, i);
-			return -FB_ENOMEM;
-		}
-		d->refs = 1;
-		memcpy(d->name, v[i], len + 1);
-		if (smap_put(&n->dyn, d->name, d) < 0) {
-			free(d);
-			dyn_del(n, v, i);
-			return -FB_ENOMEM;
-		}
-		added++;
-	}
-	return added;
-}
-
-/* ---- features the rules need -------------------------------------------- */
-
-static int str_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The kept set is sorted strings: "feature" (every element) or
- * "feature\nelement" (that element; of instances, that attribute). */
-static int ref_has(const struct master *m, const char *ref)
-{
-	return m->n_refs && bsearch(&ref, m->refs, m->n_refs, sizeof(char *), str_cmp) != NULL;
-}
-
-static int ref_elem(const struct master *m, const char *feature, const char *element)
-{
-	char buf[512];
-
-	return snprintf(buf, sizeof(buf), "%s\n%s", feature, element) < (int)sizeof(buf) && ref_has(m, buf);
-}
-
-/* 0: neither the rules nor an "@" value of node nd look at feature; 1: at
- * all of it; 2: the rules at some elements */
-static int ref_mode(const struct master *m, const struct node *nd, const char *feature)
-{
-	char buf[512];
-	size_t lo = 0, hi = m->n_refs, n;
-
-	if (ref_has(m, feature) || smap_get(&nd->dyn, feature))
-		return 1;
-	n = (size_t)snprintf(buf, sizeof(buf), "%s\n", feature);
-	if (n >= sizeof(buf))
-		return 1;
-	while (lo < hi) { /* the first entry >= "feature\n" */
-		size_t mid = (lo + hi) / 2;
-
-		if (strcmp(m->refs[mid], buf) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < m->n_refs && strncmp(m->refs[lo], buf, n) == 0 ? 2 : 0;
-}
-
-struct refs_acc {
-	char **v;
-	size_t n, cap;
-	int nomem;
-};
-
-static void refs_add(void *ctx, const char *feature, const char *element)
-{
-	struct refs_acc *a = ctx;
-	size_t fl = strlen(feature), el = element ? strlen(element) : 0;
-
-	if (a->nomem)
-		return;
-	if (a->n == a->cap) {
-		char **v = realloc(a->v, (a->cap = a->cap ? a->cap * 2 : 16) * sizeof(*v));
-
-		if (!v) {
-			a->nomem = 1;
-			return;
-		}
-		a->v = v;
-	}
-	if (!(a->v[a->n] = malloc(fl + el + 2))) {
-		a->nomem = 1;
-		return;
-	}
-	memcpy(a->v[a->n], feature, fl + 1);
-	if (element) {
-		a->v[a->n][fl] = '\n';
-		memcpy(a->v[a->n] + fl + 1, element, el + 1);
-	}
-	a->n++;
-}
-
-/* "@domain.feature.element" -> element of "domain.feature" */
-static void refs_add_dynamic(struct refs_acc *a, const char *value, int whole)
-{
-	char buf[256];
-	char *dot;
-
-	if (!value || value[0] != '@' || snprintf(buf, sizeof(buf), "%s", value + 1) >= (int)sizeof(buf))
-		return;
-	if ((dot = strchr(buf, '.')) && (dot = strchr(dot + 1, '.'))) {
-		*dot = '\0';
-		refs_add(a, buf, whole ? NULL : dot + 1);
-	}
-}
-
-static void refs_rule_values(struct refs_acc *a, const struct json *spec)
-{
-	/* rule outputs may be "@..." lookups too */
-	for (const struct json *r = json_child(json_get(spec, "rules")); r; r = json_next(r)) {
-		for (const struct json *c = json_child(json_get(r, "labels")); c; c = json_next(c))
-			refs_add_dynamic(a, json_str(c), 0);
-		for (const struct json *c = json_child(json_get(r, "extendedResources")); c; c = json_next(c))
-			refs_add_dynamic(a, json_str(c), 0);
-	}
-}
-
-/* Recomputes the feature set from all rules. Returns 1 when it has a feature
- * the old set lacked (the kept NodeFeature data is then incomplete). */
-static int refs_update(struct master *m)
-{
-	struct refs_acc a = { 0 };
-	int grew = 0;
-
-	for (size_t i = 0; i < m->n_nfrs; i++) {
-		rules_refs(m->nfrs[i]->rules, refs_add, &a);
-		for (size_t j = 0; j < m->nfrs[i]->n_dyn; j++)
-			refs_add(&a, m->nfrs[i]->dyn[j], NULL);
-	}
-	if (a.nomem) {
-		for (size_t i = 0; i < a.n; i++)
-			free(a.v[i]);
-		free(a.v);
-		LOG_E(&m->log, "out of memory collecting rule features; keeping the old set");
-		return 0;
-	}
-	if (a.n)
-		qsort(a.v, a.n, sizeof(char *), str_cmp);
-	size_t u = 0;
-
-	for (size_t i = 0; i < a.n; i++) {
-		if (u && strcmp(a.v[u - 1], a.v[i]) == 0) {
-			free(a.v[i]);
-			continue;
-		}
-		a.v[u++] = a.v[i];
-	}
-	for (size_t i = 0; i < u && !grew; i++) {
-		char *nl = strchr(a.v[i], '\n');
-
-		if (strncmp(a.v[i], "rule.matched", 12) == 0 && (!a.v[i][12] || a.v[i][12] == '\n'))
-			continue;
-		if (nl) {
-			*nl = '\0';
-			grew = !ref_has(m, a.v[i]);
-			*nl = '\n';
-		} else {
-			grew = 1;
-		}
-		grew = grew && !ref_has(m, a.v[i]);
-	}
-	for (size_t i = 0; i < m->n_refs; i++)
-		free(m->refs[i]);
-	free(m->refs);
-	m->refs = a.v;
-	m->n_refs = u;
-	return grew;
-}
-
-/* ---- NodeFeatures ------------------------------------------------------- */
-
-static const char *const kinds[] = { "flags", "attributes", "instances" };
-
-/* Copies feature c (a {"elements": ...} set) keeping only the elements,
- * or of instances the attributes, the rules name. Owned, NULL on ENOMEM. */
-static struct json *keep_some(const struct master *m, int kind, const char *feature, const struct json *c)
-{
-	struct json *out = json_new_object(), *el = kind == 2 ? json_new_array() : json_new_object();
-
-	if (!out || !el || json_set_take(out, "elements", el) < 0) {
-		json_free(el);
-		json_free(out);
-		return NULL;
-	}
-	for (const struct json *e = json_child(json_get(c, "elements")); e; e = json_next(e)) {
-		if (kind != 2) {
-			if (ref_elem(m, feature, json_key(e)) && json_set_take(el, json_key(e), json_dup(e)) < 0)
-				goto nomem;
-			continue;
-		}
-		/* every instance stays (their number matters), with the named attributes */
-		struct json *inst = json_new_object(), *attrs = json_new_object();
-
-		if (!inst || !attrs || json_set_take(inst, "attributes", attrs) < 0 || json_append_take(el, inst) < 0) {
-			json_free(attrs);
-			json_free(inst);
-			goto nomem;
-		}
-		for (const struct json *a = json_child(json_get(e, "attributes")); a; a = json_next(a))
-			if (ref_elem(m, feature, json_key(a)) && json_set_take(attrs, json_key(a), json_dup(a)) < 0)
-				goto nomem;
-	}
-	return out;
-nomem:
-	json_free(out);
-	return NULL;
-}
-
-static void nf_free_dyn(struct nf *o)
-{
-	for (size_t i = 0; i < o->n_dyn; i++)
-		free(o->dyn[i]);
-	free(o->dyn);
-	o->dyn = NULL;
-	o->n_dyn = 0;
-}
-
-/* Members of an object by name, the last of a name winning: win maps each
- * name to the member kept. Keeping only those, in one more walk, is linear
- * where json_set_take (which looks for the name among every member) is
- * quadratic. name is the member's key or a suffix of it. */
-static int win_note(struct smap *win, const char *name, const struct json *c)
-{
-	return smap_put(win, name, (void *)c);
-}
-
-static int win_is(const struct smap *win, const char *name, const struct json *c)
-{
-	return smap_get(win, name) == c;
-}
-
-/* The part of NodeFeature o's spec the master needs, printed. Owned, NULL
- * on ENOMEM. Takes o's "@" lookups to its node first (o->node is set). */
-static char *nf_keep(struct master *m, struct nf *o, const struct json *spec)
-{
-	struct node *nd = o->node;
-	struct json *keep = json_new_object(), *feats = json_new_object(), *lab = json_get(spec, "labels");
-	const struct json *have = json_get(spec, "features");
-	struct refs_acc dyn = { 0 };
-	struct smap win = { 0 };
-	char *out = NULL;
-	long grew;
-
-	if (!keep || !feats)
-		goto out;
-	if (json_type(lab) == JSON_OBJECT) {
-		struct json *kl = json_new_object();
-		size_t pl = strlen(NL_DEFAULT_NS "/");
-
-		if (!kl || json_set_take(keep, "labels", kl) < 0)
-			goto out;
-		/* kept with the default prefix taken off (merging puts it back):
-		 * half the bytes; a prefixed key wins over the same key unprefixed.
-		 * Not off "<default>/a/b": merging would read "a/b" as a label of
-		 * namespace a (tests/fuzz/corpus/nodefeature/edge0) */
-		for (int emit = 0; emit < 2; emit++)
-			for (int pass = 0; pass < 2; pass++)
-				for (const struct json *c = json_child(lab); c; c = json_next(c)) {
-					const char *k = json_key(c);
-					int prefixed = strncmp(k, NL_DEFAULT_NS "/", pl) == 0 && !strchr(k + pl, '/');
-
-					if (!json_str(c) || prefixed != pass)
-						continue;
-					k = prefixed ? k + pl : k;
-					if (!emit) {
-						if (win_note(&win, k, c) < 0)
-							goto out;
-						continue;
-					}
-					if (!win_is(&win, k, c))
-						continue;
-					if (json_add_take(kl, k, json_new_string(json_str(c))) < 0)
-						goto out;
-					refs_add_dynamic(&dyn, json_str(c), 1);
-				}
-	}
-	/* the node's lookups: this object's names in, its old ones out */
-	if (dyn.nomem || (grew = dyn_add(nd, dyn.v, dyn.n)) < 0)
-		goto out;
-	dyn_del(nd, o->dyn, o->n_dyn);
-	nf_free_dyn(o);
-	o->dyn = dyn.v;
-	o->n_dyn = dyn.n;
-	dyn.v = NULL;
-	dyn.n = 0;
-	if (grew) {
-		/* the node's other objects were kept without these: read again
-		 * before the node is next updated (nf_refetch) */
-		nd->dyn_gen++;
-		LOG_V(&m->log, 1, "NodeFeature %s: its labels look up %ld more features of node %s", o->key, grew,
-		      nd->name);
-	}
-	o->dyn_gen = nd->dyn_gen;
-	for (int k = 0; k < 3; k++) {
-		const struct json *src = json_get(have, kinds[k]);
-		struct json *dst = json_new_object();
-
-		if (!dst || json_set_take(feats, kinds[k], dst) < 0)
-			goto out;
-		if (json_type(src) != JSON_OBJECT)
-			continue; /* not a map of features: nothing to keep */
-		free(win.s);
-		memset(&win, 0, sizeof(win));
-		for (const struct json *c = json_child(src); c; c = json_next(c))
-			if (win_note(&win, json_key(c), c) < 0)
-				goto out;
-		for (const struct json *c = json_child(src); c; c = json_next(c)) {
-			int mode = ref_mode(m, nd, json_key(c));
-
-			if (mode == 0 || !win_is(&win, json_key(c), c))
-				continue;
-			if (json_add_take(dst, json_key(c), mode == 1 ? json_dup(c) : keep_some(m, k, json_key(c), c)) < 0)
-				goto out;
-		}
-	}
-	if (json_set_take(keep, "features", feats) < 0) {
-		feats = NULL;
-		goto out;
-	}
-	feats = NULL;
-	out = json_print(keep, NULL);
-out:
-	for (size_t i = 0; i < dyn.n; i++)
-		free(dyn.v[i]);
-	free(dyn.v);
-	free(win.s);
-	json_free(feats);
-	json_free(keep);
-	return out;
-}
-
-static void nf_unlink(struct nf *o)
-{
-	struct nf **pp;
-
-	if (!o->node)
-		return;
-	dyn_del(o->node, o->dyn, o->n_dyn);
-	nf_free_dyn(o);
-	for (pp = &o->node->nfs; *pp && *pp != o; pp = &(*pp)->next)
-		;
-	if (*pp)
-		*pp = o->next;
-	o->next = NULL;
-	o->node = NULL;
-}
-
-static void nf_free(struct nf *o)
-{
-	nf_free_dyn(o);
-	free(o->key);
-	free(o->data);
-	free(o);
-}
-
-static void nf_delete(struct master *m, struct nf *o)
-{
-	struct node *n = o->node;
-
-	nf_unlink(o);
-	smap_del(&m->nfs, o->key);
-	nf_free(o);
-	if (n) {
-		n->pending_delete = 1;
-		if (n->exists)
-			mark(m, n, 0);
-		else
-			node_gc_entry(m, n);
-	}
-}
-
-/* The bytes string s takes in compact JSON, quotes included. */
-static size_t json_str_size(const char *s)
-{
-	size_t n = 2;
-
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		n += c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t' ? 2
-			: c < 0x20 ? 6 : 1;
-	}
-	return n;
-}
-
-/* Hashes j by walking it and adds to *size (may be NULL) the bytes of its
- * compact JSON: a 1 MB object is not printed to a 1 MB string for either. */
-static uint64_t hash_walk(const struct json *j, uint64_t h, size_t *size)
-{
-	size_t n = 0;
-	enum json_type t = json_type(j);
-
-	if (t == JSON_OBJECT || t == JSON_ARRAY) {
-		h = fnv(t == JSON_OBJECT ? "{" : "[", 1, h);
-		n = 2;
-		for (const struct json *c = json_child(j); c; c = json_next(c)) {
-			if (t == JSON_OBJECT) {
-				h = fnv(json_key(c), strlen(json_key(c)) + 1, h);
-				n += json_str_size(json_key(c)) + 1;
-			}
-			n += c != json_child(j); /* the comma */
-			h = hash_walk(c, h, size);
-		}
-		h = fnv(t == JSON_OBJECT ? "}" : "]", 1, h);
-	} else if (t == JSON_STRING) {
-		h = fnv("s", 1, h);
-		h = fnv(json_str(j), strlen(json_str(j)) + 1, h);
-		n = json_str_size(json_str(j));
-	} else if (t != JSON_INVALID) {
-		char *p = json_print(j, &n); /* null, true, 1.5 */
-
-		if (p)
-			h = fnv(p, n, h);
-		free(p);
-	}
-	if (size)
-		*size += n;
-	return h;
-}
-
-static uint64_t hash_json(const struct json *j, uint64_t h)
-{
-	return fnv("|", 1, hash_walk(j, h, NULL));
-}
-
-static int nf_apply(struct master *m, const struct json *obj, int deleted)
-{
-	const struct json *md = json_get(obj, "metadata");
-	const char *ns = json_get_str(md, "namespace", ""), *name = json_get_str(md, "name", "");
-	const char *node = json_get_str(json_get(md, "labels"), NODE_NAME_LABEL, NULL);
-	const char *uid = json_get_str(json_get(md, "annotations"), "nfd.node.kubernetes.io/worker.pod.uid", "");
-	char key[600];
-	struct nf *o;
-	struct node *n;
-	uint64_t h;
-
-	snprintf(key, sizeof(key), "%s/%s", ns, name);
-	o = smap_get(&m->nfs, key);
-	if (deleted) {
-		if (o)
-			nf_delete(m, o);
-		return 0;
-	}
-	{
-		/* beyond sane bounds: refused whole before anything else is done
-		 * with it, and what it said before no longer counts */
-		size_t size = 0, nl = json_count(json_get(json_get(obj, "spec"), "labels"));
-		char why[96] = "";
-
-		if (nl > NF_MAX_LABELS)
-			snprintf(why, sizeof(why), "%zu labels, more than %d", nl, NF_MAX_LABELS);
-		else if (hash_walk(obj, 0, &size), size > NF_MAX_BYTES)
-			snprintf(why, sizeof(why), "%zu bytes of JSON, more than %d", size, NF_MAX_BYTES);
-		if (why[0]) {
-			LOG_W(&m->log, "NodeFeature %s (node %s): %s; refused, not processed", key,
-			      node && *node ? node : "?", why);
-			metrics_inc(&m->mx, m->m_rej_nfs, 1);
-			if (o)
-				nf_delete(m, o);
-			return 0;
-		}
-	}
-	if (!node || !*node) {
-		LOG_E(&m->log, "NodeFeature %s has no %s label; ignoring it", key, NODE_NAME_LABEL);
-		if (o)
-			nf_delete(m, o);
-		return 0;
-	}
-	h = hash_json(json_get(obj, "spec"), FNV0);
-	h = hash_json(json_get(md, "ownerReferences"), h);
-	h = fnv(uid, strlen(uid) + 1, h);
-	h = fnv(node, strlen(node) + 1, h);
-	if (o) {
-		o->seen = 1;
-		if (o->hash == h && !m->refresh_all)
-			return 0;
-	} else {
-		size_t kl = strlen(key) + 1;
-
-		/* "ns/name\0ns\0name\0": the map's key, then the two parts */
-		if (!(o = calloc(1, sizeof(*o))) || !(o->key = malloc(2 * kl))) {
-			free(o);
-			return -FB_ENOMEM;
-		}
-		memcpy(o->key, key, kl);
-		memcpy(o->key + kl, key, kl);
-		o->key[kl + strlen(ns)] = '\0';
-		o->ns = o->key + kl;
-		o->name = o->key + kl + strlen(ns) + 1;
-		if (smap_put(&m->nfs, o->key, o) < 0) {
-			free(o->key);
-			free(o);
-			return -FB_ENOMEM;
-		}
-		o->seen = 1;
-	}
-	if (!o->node || strcmp(o->node->name, node) != 0) {
-		struct node *old = o->node;
-
-		nf_unlink(o);
-		if (old) {
-			old->pending_delete = 1;
-			if (old->exists)
-				mark(m, old, 0);
-			else
-				node_gc_entry(m, old);
-		}
-		if (!(n = node_get(m, node)))
-			return -FB_ENOMEM; /* the hash is not updated: the next event tries again */
-		o->node = n;
-		o->next = n->nfs;
-		n->nfs = o;
-	}
-	free(o->data);
-	if (!(o->data = nf_keep(m, o, json_get(obj, "spec")))) {
-		o->hash = 0;
-		return -FB_ENOMEM;
-	}
-	o->hash = h;
-	if (o->node->exists)
-		mark(m, o->node, 0);
-	return 0;
-}
-
-static void nf_begin(struct master *m)
-{
-	for (size_t i = 0; i < m->nfs.cap; i++)
-		if (m->nfs.s[i].key)
-			((struct nf *)m->nfs.s[i].val)->seen = 0;
-}
-
-static void nf_end(struct master *m)
-{
-	/* gone while we were not watching */
-	for (size_t i = 0; i < m->nfs.cap;) {
-		struct nf *o = m->nfs.s[i].val;
-
-		if (m->nfs.s[i].key && !o->seen)
-			nf_delete(m, o); /* may shift a later entry into slot i: look again */
-		else
-			i++;
-	}
-	m->refresh_all = 0;
-}
-
-/* ---- NodeFeatureRules --------------------------------------------------- */
-
-static void nfr_free_dyn(struct nfr *r)
-{
-	for (size_t i = 0; i < r->n_dyn; i++)
-		free(r->dyn[i]);
-	free(r->dyn);
-	r->dyn = NULL;
-	r->n_dyn = 0;
-}
-
-static void nfr_free(struct nfr *r)
-{
-	if (!r)
-		return;
-	nfr_free_dyn(r);
-	rules_free(r->rules);
-	free(r->name);
-	free(r);
-}
-
-static void nfr_changed(struct master *m)
-{
-	if (refs_update(m) && m->inf[INF_NF].synced) {
-		LOG_I(&m->log, "the rules match on features not kept so far: listing NodeFeatures again");
-		m->relist_nf = 1;
-	}
-	mark_all(m, 0);
-}
-
-static int nfr_apply(struct master *m, const struct json *obj, int deleted)
-{
-	const char *name = json_get_str(json_get(obj, "metadata"), "name", "");
-	const struct json *spec = json_get(obj, "spec");
-	struct nfr *r = NULL;
-	size_t i;
-	uint64_t h;
-	char what[300];
-
-	for (i = 0; i < m->n_nfrs && strcmp(m->nfrs[i]->name, name) < 0; i++)
-		;
-	if (i < m->n_nfrs && strcmp(m->nfrs[i]->name, name) == 0)
-		r = m->nfrs[i];
-	if (deleted) {
-		if (r) {
-			nfr_free(r);
-			memmove(m->nfrs + i, m->nfrs + i + 1, (m->n_nfrs - i - 1) * sizeof(*m->nfrs));
-			m->n_nfrs--;
-			LOG_I(&m->log, "NodeFeatureRule %s deleted", name);
-			nfr_changed(m);
-		}
-		return 0;
-	}
-	h = hash_json(spec, FNV0);
-	if (r) {
-		r->seen = 1;
-		if (r->hash == h)
-			return 0;
-	} else {
-		struct nfr **v = realloc(m->nfrs, (m->n_nfrs + 1) * sizeof(*v));
-
-		if (!v)
-			return -FB_ENOMEM;
-		m->nfrs = v;
-		if (!(r = calloc(1, sizeof(*r))) || !(r->name = strdup(name))) {
-			free(r);
-			return -FB_ENOMEM;
-		}
-		memmove(m->nfrs + i + 1, m->nfrs + i, (m->n_nfrs - i) * sizeof(*m->nfrs));
-		m->nfrs[i] = r;
-		m->n_nfrs++;
-		r->seen = 1;
-	}
-	struct rules *rs;
-
-	snprintf(what, sizeof(what), "NodeFeatureRule %s", name);
-	if (rules_compile(&rs, json_get(spec, "rules"), RULES_NFR, what) < 0)
-		return -FB_ENOMEM;
-	rules_free(r->rules);
-	r->rules = rs;
-	r->hash = h;
-	{
-		struct refs_acc a = { 0 };
-
-		refs_rule_values(&a, spec);
-		nfr_free_dyn(r);
-		r->dyn = a.v;
-		r->n_dyn = a.nomem ? 0 : a.n;
-		if (a.nomem)
-			LOG_E(&m->log, "%s: out of memory noting its \"@\" values", what);
-	}
-	r->errors_logged = 0;
-	for (size_t j = 0; j < rules_count(rs); j++)
-		if (rules_error(rs, j)) {
-			LOG_E(&m->log, "%s: rule \"%s\": %s (the rule is skipped)", what, rules_name(rs, j),
-			      rules_error(rs, j));
-			metrics_inc(&m->mx, m->m_rule_errors, 1);
-		}
-	LOG_I(&m->log, "%s: %zu rules", what, rules_count(rs));
-	nfr_changed(m);
-	return 0;
-}
-
-static void nfr_begin(struct master *m)
-{
-	for (size_t i = 0; i < m->n_nfrs; i++)
-		m->nfrs[i]->seen = 0;
-}
-
-static void nfr_end(struct master *m)
-{
-	size_t u = 0;
-	int gone = 0;
-
-	for (size_t i = 0; i < m->n_nfrs; i++) {
-		if (m->nfrs[i]->seen) {
-			m->nfrs[u++] = m->nfrs[i];
-		} else {
-			nfr_free(m->nfrs[i]);
-			gone = 1;
-		}
-	}
-	m->n_nfrs = u;
-	if (gone)
-		nfr_changed(m);
-	else if (!m->inf[INF_NF].synced)
-		refs_update(m); /* the first list: the NodeFeatures come next */
-}
+STORE_CALLBACKS(nf)
+STORE_CALLBACKS(nfr)
+STORE_CALLBACKS(node)
+STORE_CALLBACKS(ns)
 
 /* ---- Nodes and garbage collection --------------------------------------- */
 
@@ -1131,7 +311,7 @@ static int node_gone(struct master *m, const char *name)
 
 /* Deletes the NodeFeatures of node n, which the Node list and watch say is
  * gone. Returns -FB_ECANCELED on SIGTERM, else 0. */
-static int gc_node(struct master *m, struct node *n)
+static int gc_node(struct master *m, struct nfstore_node *n)
 {
 	char path[800];
 	struct fb_errinfo ei;
@@ -1142,7 +322,7 @@ static int gc_node(struct master *m, struct node *n)
 		return 0;
 	}
 	while (n->nfs) {
-		struct nf *o = n->nfs;
+		struct nfstore_nf *o = n->nfs;
 		struct kube_result res;
 		int rc;
 
@@ -1168,9 +348,7 @@ static int gc_node(struct master *m, struct node *n)
 		}
 		kube_result_free(&res);
 		/* the watch's DELETED event will find nothing left to do */
-		nf_unlink(o);
-		smap_del(&m->nfs, o->key);
-		nf_free(o);
+		nfstore_nf_forget(&m->st, o);
 	}
 	return 0;
 }
@@ -1183,16 +361,14 @@ static void gc(struct master *m)
 	 * "exists" stale, and new nodes would look deleted */
 	if (!synced(m) || !may_write(m) || in->failing || !in->w)
 		return;
-	for (size_t i = 0; i < m->nodes.cap;) {
-		struct node *n = m->nodes.s[i].val;
+	for (size_t i = 0; i < m->st.nodes.cap;) {
+		struct nfstore_node *n = m->st.nodes.s[i].val;
 
-		if (m->nodes.s[i].key && !n->exists && n->nfs) {
+		if (m->st.nodes.s[i].key && !n->exists && n->nfs) {
 			if (gc_node(m, n) < 0 || loop_signal(m->l))
 				return;
-			if (!n->nfs) {
-				node_gc_entry(m, n);
+			if (nfstore_node_drop(&m->st, n))
 				continue; /* slot i may hold a shifted entry now */
-			}
 		}
 		i++;
 	}
@@ -1206,428 +382,15 @@ static void on_gc(void *ctx)
 	loop_timer(m->l, m->gc_ms, on_gc, m);
 }
 
-static int node_apply(struct master *m, const struct json *obj, int deleted)
-{
-	const char *name = json_get_str(json_get(obj, "metadata"), "name", "");
-	struct node *n = smap_get(&m->nodes, name);
-
-	if (deleted) {
-		if (n && n->exists) {
-			n->exists = 0;
-			n->processed = 0;
-			n->dirty = 0;
-			LOG_I(&m->log, "node %s deleted", name);
-			if (m->inf[INF_NODE].synced && n->nfs && may_write(m))
-				gc_node(m, n);
-			node_gc_entry(m, n);
-		}
-		return 0;
-	}
-	if (!n && !(n = node_get(m, name)))
-		return -FB_ENOMEM;
-	n->seen = 1;
-	if (!n->exists) {
-		n->exists = 1;
-		mark(m, n, 1);
-	}
-	return 0;
-}
-
-static void node_begin(struct master *m)
-{
-	for (size_t i = 0; i < m->nodes.cap; i++)
-		if (m->nodes.s[i].key)
-			((struct node *)m->nodes.s[i].val)->seen = 0;
-}
-
-static void node_end(struct master *m)
-{
-	for (size_t i = 0; i < m->nodes.cap;) {
-		struct node *n = m->nodes.s[i].val;
-
-		if (m->nodes.s[i].key && n->exists && !n->seen) {
-			n->exists = 0;
-			n->dirty = 0;
-			n->processed = 0;
-			if (!n->nfs) {
-				node_gc_entry(m, n);
-				continue; /* slot i may hold a shifted entry now */
-			}
-		}
-		i++;
-	}
-}
-
-/* ---- Namespaces: restrictions.nodeFeatureNamespaceSelector -------------- */
-
-/* The API server lists and watches only the namespaces the selector
- * matches (a namespace whose labels stop matching arrives as DELETED, one
- * that starts as ADDED), so the set is the selection as it is now. */
-static int ns_selected(const struct master *m, const char *ns)
-{
-	return !m->ns_filter || smap_get(&m->nss, ns) != NULL;
-}
-
-/* Namespace ns came into or went out of the selection: the nodes with
- * NodeFeatures in it are brought up to date (the first list needs nothing:
- * every node is updated once everything is listed). */
-static void ns_changed(struct master *m, const char *ns, int selected)
-{
-	if (!m->inf[INF_NS].synced) {
-		LOG_V(&m->log, 1, "namespace %s selected", ns);
-		return;
-	}
-	LOG_I(&m->log, "namespace %s %s by restrictions.nodeFeatureNamespaceSelector: its NodeFeatures %s", ns,
-	      selected ? "selected" : "no longer selected", selected ? "count" : "are ignored");
-	for (size_t i = 0; i < m->nfs.cap; i++) {
-		struct nf *o = m->nfs.s[i].val;
-
-		if (m->nfs.s[i].key && o->node && o->node->exists && strcmp(o->ns, ns) == 0)
-			mark(m, o->node, 0);
-	}
-}
-
-static void ns_drop(struct master *m, struct nsel *e)
-{
-	smap_del(&m->nss, e->name);
-	ns_changed(m, e->name, 0);
-	free(e->name);
-	free(e);
-}
-
-static int ns_apply(struct master *m, const struct json *obj, int deleted)
-{
-	const char *name = json_get_str(json_get(obj, "metadata"), "name", "");
-	struct nsel *e = smap_get(&m->nss, name);
-
-	if (deleted) {
-		if (e)
-			ns_drop(m, e);
-		return 0;
-	}
-	if (e || !*name) {
-		if (e)
-			e->seen = 1;
-		return 0;
-	}
-	if (!(e = calloc(1, sizeof(*e))) || !(e->name = strdup(name)) || smap_put(&m->nss, e->name, e) < 0) {
-		if (e)
-			free(e->name);
-		free(e);
-		return -FB_ENOMEM;
-	}
-	e->seen = 1;
-	ns_changed(m, name, 1);
-	return 0;
-}
-
-static void ns_begin(struct master *m)
-{
-	for (size_t i = 0; i < m->nss.cap; i++)
-		if (m->nss.s[i].key)
-			((struct nsel *)m->nss.s[i].val)->seen = 0;
-}
-
-static void ns_end(struct master *m)
-{
-	for (size_t i = 0; i < m->nss.cap;) {
-		struct nsel *e = m->nss.s[i].val;
-
-		if (m->nss.s[i].key && !e->seen)
-			ns_drop(m, e); /* may shift a later entry into slot i: look again */
-		else
-			i++;
-	}
-}
-
-/* ---- per-node reconciliation -------------------------------------------- */
-
-static int nf_order(const struct master *m, const struct nf *a, const struct nf *b)
-{
-	int aown = strcmp(a->ns, m->ns) == 0, bown = strcmp(b->ns, m->ns) == 0, c;
-
-	if (aown != bown)
-		return bown - aown;
-	if ((c = strcmp(a->name, b->name)) != 0)
-		return c;
-	return strcmp(a->ns, b->ns);
-}
-
-/* A node's labels by name, in the order first set, the last value set
- * winning: the merge of its objects and the rule outputs in linear time
- * (json_set_take looks for the name among every member). Values borrowed. */
-struct lmap {
-	struct smap idx;       /* name -> index + 1 */
-	char **keys;           /* owned */
-	const char **vals;
-	size_t n, cap;
-};
-
-static int lmap_set(struct lmap *b, const char *key, const char *value)
-{
-	uintptr_t i = (uintptr_t)smap_get(&b->idx, key);
-
-	if (i) {
-		b->vals[i - 1] = value;
-		return 0;
-	}
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 64;
-		char **k = realloc(b->keys, cap * sizeof(*k));
-		const char **v;
-
-		if (!k)
-			return -FB_ENOMEM;
-		b->keys = k;
-		if (!(v = realloc(b->vals, cap * sizeof(*v))))
-			return -FB_ENOMEM;
-		b->vals = v;
-		b->cap = cap;
-	}
-	if (!(b->keys[b->n] = strdup(key)))
-		return -FB_ENOMEM;
-	if (smap_put(&b->idx, b->keys[b->n], (void *)(uintptr_t)(b->n + 1)) < 0) {
-		free(b->keys[b->n]);
-		return -FB_ENOMEM;
-	}
-	b->vals[b->n++] = value;
-	return 0;
-}
-
-/* "x" -> "feature.node.kubernetes.io/x"; others as they are. */
-static int lmap_set_prefixed(struct lmap *b, const char *key, const char *value)
-{
-	char full[400];
-
-	if (strchr(key, '/'))
-		return lmap_set(b, key, value);
-	snprintf(full, sizeof(full), NL_DEFAULT_NS "/%s", key);
-	return lmap_set(b, full, value);
-}
-
-/* The labels as an object. Owned, NULL on ENOMEM. */
-static struct json *lmap_json(const struct lmap *b)
-{
-	struct json *o = json_new_object();
-
-	for (size_t i = 0; o && i < b->n; i++)
-		if (json_add_take(o, b->keys[i], json_new_string(b->vals[i])) < 0) {
-			json_free(o);
-			return NULL;
-		}
-	return o;
-}
-
-static void lmap_free(struct lmap *b)
-{
-	for (size_t i = 0; i < b->n; i++)
-		free(b->keys[i]);
-	free(b->keys);
-	free(b->vals);
-	free(b->idx.s);
-}
-
-/* Merges the elements of one object's feature into have, the feature
- * merged so far: instances appended, other elements by name, the later
- * object's winning. Linear: the merged set is built anew. */
-static int merge_elements(struct json *have, int kind, const struct json *el)
-{
-	struct json *hel = json_get(have, "elements"), *nel;
-	struct smap win = { 0 };
-	int rc = -FB_ENOMEM;
-
-	if (!hel)
-		return json_set_take(have, "elements", json_dup(el));
-	if (kind == 2 || json_type(hel) != JSON_OBJECT || json_type(el) != JSON_OBJECT) {
-		for (const struct json *e = json_child(el); e; e = json_next(e))
-			if ((kind == 2 ? json_append_take(hel, json_dup(e))
-			     : json_key(e) ? json_set_take(hel, json_key(e), json_dup(e)) : 0) < 0)
-				return -FB_ENOMEM;
-		return 0;
-	}
-	if (!(nel = json_new_object()))
-		return -FB_ENOMEM;
-	for (const struct json *e = json_child(el); e; e = json_next(e))
-		if (win_note(&win, json_key(e), e) < 0)
-			goto out;
-	for (const struct json *e = json_child(hel); e; e = json_next(e))
-		if (!smap_get(&win, json_key(e)) && json_add_take(nel, json_key(e), json_dup(e)) < 0)
-			goto out;
-	for (const struct json *e = json_child(el); e; e = json_next(e))
-		if (win_is(&win, json_key(e), e) && json_add_take(nel, json_key(e), json_dup(e)) < 0)
-			goto out;
-	rc = json_set_take(have, "elements", nel);
-	nel = NULL;
-out:
-	json_free(nel);
-	free(win.s);
-	return rc;
-}
-
-/* Merges one kept NodeFeature into the node's features (fidx: name ->
- * feature merged so far, per kind) and labels. */
-static int merge_one(struct features *f, struct smap fidx[3], struct lmap *labels, const struct json *kept)
-{
-	const struct json *feats = json_get(kept, "features"), *lab = json_get(kept, "labels");
-
-	for (int k = 0; k < 3; k++) {
-		struct json *dst = json_get(f->root, kinds[k]);
-
-		for (const struct json *c = json_child(json_get(feats, kinds[k])); c; c = json_next(c)) {
-			struct json *have = smap_get(&fidx[k], json_key(c)), *d;
-
-			if (!have) {
-				if (!(d = json_dup(c)) || json_add_take(dst, json_key(c), d) < 0 ||
-				    smap_put(&fidx[k], json_key(d), d) < 0)
-					return -FB_ENOMEM;
-				continue;
-			}
-			if (merge_elements(have, k, json_get(c, "elements")) < 0)
-				return -FB_ENOMEM;
-		}
-	}
-	if (!labels)
-		return 0;
-	/* a prefixed key wins over the same key unprefixed in one object */
-	for (int pass = 0; pass < 2; pass++)
-		for (const struct json *c = json_child(lab); c; c = json_next(c))
-			if ((strchr(json_key(c), '/') != NULL) == pass && json_str(c) &&
-			    lmap_set_prefixed(labels, json_key(c), json_str(c)) < 0)
-				return -FB_ENOMEM;
-	return 0;
-}
-
-struct rule_err_ctx {
-	struct master *m;
-	struct nfr *r;
-	const char *node;
-};
-
-static void on_rule_error(void *ctx, const char *what, const char *rule, const char *msg)
-{
-	struct rule_err_ctx *c = ctx;
-
-	metrics_inc(&c->m->mx, c->m->m_rule_errors, 1);
-	/* once per rule object version, not once per node */
-	if (c->r->errors_logged++ < 5)
-		LOG_E(&c->m->log, "%s: rule \"%s\" on node %s: %s (the rule is skipped)", what, rule, c->node, msg);
-}
-
-static uint64_t hash_set(const struct nl_set *s)
-{
-	uint64_t h = FNV0;
-
-	h = hash_json(s->labels, h);
-	h = hash_json(s->annotations, h);
-	h = hash_json(s->extended_resources, h);
-	return hash_json(s->taints, h);
-}
-
-/* The node's desired state. Returns 0 or -FB_ENOMEM. */
-static int desired(struct master *m, struct node *n, struct nl_set *set)
-{
-	struct features f;
-	struct rules_out out;
-	struct nf *v[64];
-	struct json *kept[64] = { NULL }; /* the labels' values stay theirs until the end */
-	struct lmap labels = { 0 };
-	struct smap fidx[3] = { { 0 } };
-	size_t nv = 0;
-	int rc = -FB_ENOMEM;
-
-	memset(set, 0, sizeof(*set));
-	memset(&out, 0, sizeof(out));
-	if (features_init(&f) < 0 || rules_out_init(&out) < 0)
-		goto out;
-	for (struct nf *o = n->nfs; o; o = o->next) {
-		if (!ns_selected(m, o->ns))
-			continue;
-		if (nv == 64) {
-			LOG_E(&m->log, "node %s: more than 64 NodeFeatures; using the first 64 in merge order", n->name);
-			break;
-		}
-		size_t j = nv++;
-
-		for (; j > 0 && nf_order(m, v[j - 1], o) > 0; j--)
-			v[j] = v[j - 1];
-		v[j] = o;
-	}
-	for (size_t i = 0; i < nv; i++) {
-		struct fb_errinfo ei;
-		/* restrictions.denyNodeFeatureLabels: only the worker's object (ours, named after the node) */
-		int third_party = strcmp(v[i]->ns, m->ns) != 0 || strcmp(v[i]->name, n->name) != 0;
-
-		kept[i] = v[i]->data ? json_parse(v[i]->data, strlen(v[i]->data), v[i]->key, &ei) : NULL;
-		if (!kept[i] || merge_one(&f, fidx, m->deny_nf_labels && third_party ? NULL : &labels, kept[i]) < 0)
-			goto out;
-	}
-	for (size_t i = 0; i < m->n_nfrs; i++) {
-		struct rule_err_ctx ec = { m, m->nfrs[i], n->name };
-		struct timespec a, b;
-
-		clock_gettime(CLOCK_MONOTONIC, &a);
-		if (rules_run(m->nfrs[i]->rules, &f, &out, on_rule_error, &ec) < 0)
-			goto out;
-		clock_gettime(CLOCK_MONOTONIC, &b);
-		metrics_observe(&m->mx, m->m_rule_time,
-				(double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9);
-	}
-	for (const struct json *c = json_child(out.labels); c; c = json_next(c))
-		if (json_str(c) && lmap_set_prefixed(&labels, json_key(c), json_str(c)) < 0)
-			goto out;
-	if (!(set->labels = lmap_json(&labels)))
-		goto out;
-	set->annotations = out.annotations;
-	set->extended_resources = out.extended_resources;
-	set->taints = out.taints;
-	out.annotations = out.extended_resources = out.taints = NULL;
-	{
-		struct nl_rejects rej = { 0 };
-
-		if (nl_filter(&m->pol, set, &f, &m->log, &rej) < 0)
-			goto out;
-		metrics_inc(&m->mx, m->m_rej_labels, (double)rej.labels);
-		metrics_inc(&m->mx, m->m_rej_ers, (double)rej.extended_resources);
-		metrics_inc(&m->mx, m->m_rej_taints, (double)rej.taints);
-	}
-	/* restrictions.disable*: after the policy, as upstream (what it rejects is
-	 * still counted); what NFD wrote before is then removed */
-	if (m->disable_labels) {
-		json_free(set->labels);
-		if (!(set->labels = json_new_object()))
-			goto out;
-	}
-	if (m->disable_annotations) {
-		json_free(set->annotations);
-		set->annotations = NULL;
-	}
-	if (m->disable_ers) {
-		json_free(set->extended_resources);
-		set->extended_resources = NULL;
-	}
-	rc = 0;
-out:
-	for (size_t i = 0; i < nv; i++)
-		json_free(kept[i]);
-	lmap_free(&labels);
-	for (int k = 0; k < 3; k++)
-		free(fidx[k].s);
-	rules_out_free(&out);
-	features_free(&f);
-	if (rc < 0)
-		nl_set_free(set);
-	return rc;
-}
-
 /* Reads again (one GET each) the objects of node n kept before one of its
  * objects' labels named a feature they may have: an "@" value is looked up in
  * all of them. Only n's own objects, never a relist of everything. Returns 0,
  * or -FB_EAGAIN (try later), -FB_ECANCELED. */
-static int nf_refetch(struct master *m, struct node *n)
+static int nf_refetch(struct master *m, struct nfstore_node *n)
 {
 	/* an object read again may name more features still: a few rounds */
 	for (int round = 0; round < 8; round++) {
-		struct nf *o;
+		struct nfstore_nf *o;
 		struct kube_result res;
 		struct fb_errinfo ei;
 		char path[800], msg[1300];
@@ -1643,7 +406,7 @@ static int nf_refetch(struct master *m, struct node *n)
 			return rc;
 		if (rc == 0 && res.status == 200 && json_type(res.body) == JSON_OBJECT) {
 			o->hash = 0; /* the same object, kept anew (nf_keep brings dyn_gen up) */
-			rc = nf_apply(m, res.body, 0);
+			rc = nfstore_nf_apply(&m->st, res.body, 0);
 		} else if (rc == 0 && res.status == 404) {
 			o->dyn_gen = n->dyn_gen; /* gone: the watch says so soon */
 		} else {
@@ -1662,7 +425,7 @@ static int nf_refetch(struct master *m, struct node *n)
 }
 
 /* Brings one node up to date. Returns 0, or -FB_ECANCELED to stop. */
-static int reconcile(struct master *m, struct node *n)
+static int reconcile(struct master *m, struct nfstore_node *n)
 {
 	struct nl_set set;
 	struct nl_result res = { 0 };
@@ -1677,12 +440,12 @@ static int reconcile(struct master *m, struct node *n)
 		n->retry_at = loop_now_ms() + 1000;
 		return 0;
 	}
-	if (desired(m, n, &set) < 0) {
+	if (nfstore_desired(&m->st, n, &set) < 0) {
 		LOG_E(&m->log, "node %s: out of memory; trying again later", n->name);
 		n->retry_at = loop_now_ms() + RETRY_MAX_MS;
 		return 0;
 	}
-	h = hash_set(&set);
+	h = nfstore_hash_set(&set);
 	if (n->processed && !n->force && n->applied == h) {
 		n->dirty = 0;
 		nl_set_free(&set);
@@ -1743,22 +506,22 @@ static void flush(void *ctx)
 	long long start = loop_now_ms(), next = -1;
 
 	m->flush_timer = 0;
-	if (m->relist_nf) {
-		m->relist_nf = 0;
-		m->refresh_all = 1;
+	if (m->st.relist_nf) {
+		m->st.relist_nf = 0;
+		m->st.refresh_all = 1;
 		relist(m, &m->inf[INF_NF]);
 		if (!synced(m))
 			return; /* the list failed: it reschedules */
 	}
 	/* a relist for new rule features has not completed: the kept data is partial */
-	if (!synced(m) || m->refresh_all || (!m->no_publish && !may_write(m)))
+	if (!synced(m) || m->st.refresh_all || (!m->no_publish && !may_write(m)))
 		return;
 	m->dirty = 0;
-	for (size_t i = 0; i < m->nodes.cap; i++) {
-		struct node *n = m->nodes.s[i].val;
+	for (size_t i = 0; i < m->st.nodes.cap; i++) {
+		struct nfstore_node *n = m->st.nodes.s[i].val;
 		long long now;
 
-		if (!m->nodes.s[i].key || !n->dirty || !n->exists)
+		if (!m->st.nodes.s[i].key || !n->dirty || !n->exists)
 			continue;
 		now = loop_now_ms();
 		if (n->retry_at > now) {
@@ -1961,14 +724,11 @@ static void relist(struct master *m, struct informer *in)
 	if (in == &m->inf[INF_NODE] && was)
 		gc(m); /* nodes gone while we were not watching */
 	if (!was && synced(m)) {
-		size_t kept = 0;
+		size_t kept = nfstore_kept_bytes(&m->st);
 
-		for (size_t i = 0; i < m->nfs.cap; i++)
-			if (m->nfs.s[i].key)
-				kept += ((struct nf *)m->nfs.s[i].val)->data ?
-					strlen(((struct nf *)m->nfs.s[i].val)->data) : 0;
 		LOG_I(&m->log, "everything listed: %zu nodes, %zu NodeFeatures (%zu KiB kept for %zu rule features), "
-		      "%zu NodeFeatureRules; updating nodes", m->nodes.n, m->nfs.n, kept / 1024, m->n_refs, m->n_nfrs);
+		      "%zu NodeFeatureRules; updating nodes", m->st.nodes.n, m->st.nfs.n, kept / 1024, m->st.n_refs,
+		      m->st.n_nfrs);
 		gc(m);
 	}
 	if (synced(m) && m->dirty)
@@ -2570,6 +1330,7 @@ int nfd_master_main(int argc, char **argv)
 		LOG_I(&m.log, "serving /healthz, /readyz and /metrics on port %d%s%s", http_server_port(m.srv),
 		      *bind_ip ? " of " : "", bind_ip);
 
+	store_setup(&m);
 	{
 		static const char *const what[INF_COUNT] = { "NodeFeatureRule", "NodeFeature", "Node", "Namespace" };
 		static const char *const path[INF_COUNT] = { NF_API "/nodefeaturerules", NF_API "/nodefeatures",
@@ -2632,34 +1393,7 @@ out:
 	for (int i = 0; i < INF_COUNT; i++)
 		kube_watch_free(m.inf[i].w);
 	http_server_free(m.srv);
-	for (size_t i = 0; i < m.nfs.cap; i++)
-		if (m.nfs.s[i].key) {
-			nf_free(m.nfs.s[i].val);
-		}
-	free(m.nfs.s);
-	for (size_t i = 0; i < m.nodes.cap; i++)
-		if (m.nodes.s[i].key) {
-			struct node *n = m.nodes.s[i].val;
-
-			for (size_t j = 0; j < n->dyn.cap; j++)
-				free(n->dyn.s[j].val);
-			free(n->dyn.s);
-			free(n->name);
-			free(n);
-		}
-	free(m.nodes.s);
-	for (size_t i = 0; i < m.nss.cap; i++)
-		if (m.nss.s[i].key) {
-			free(((struct nsel *)m.nss.s[i].val)->name);
-			free(m.nss.s[i].val);
-		}
-	free(m.nss.s);
-	for (size_t i = 0; i < m.n_nfrs; i++)
-		nfr_free(m.nfrs[i]);
-	free(m.nfrs);
-	for (size_t i = 0; i < m.n_refs; i++)
-		free(m.refs[i]);
-	free(m.refs);
+	nfstore_free(&m.st);
 	kube_free(m.k);
 	loop_free(m.l);
 	if (m.have_whitelist)

@@ -1,29 +1,37 @@
 /* fuzz_nodefeature: an untrusted NodeFeature object through exactly what
- * nfd-master does with one: nf_apply (node-name label, the kept part of the
- * spec that nf_keep cuts down to what the rules look at) and desired (the
- * kept parts merged by merge_one, the NodeFeatureRules run, nl_filter). The
- * applet's own static functions are used: this file includes
- * applets/nfd-master.c (whose main is nfd_master_main, never called here;
- * with no informer synced, nothing is scheduled on the absent event loop).
+ * nfd-master does with one, in its store (core/nfstore): nfstore_nf_apply
+ * (node-name label, the kept part of the spec that nf_keep cuts down to what
+ * the rules look at) and nfstore_desired (the kept parts merged, the
+ * NodeFeatureRules run, nl_filter). No hooks: nothing is scheduled.
  *
  * Input: the NodeFeature JSON, then optionally a NUL and a NodeFeatureRule
  * object (else a fixed one that looks at flags, attributes, instances and
  * "@" values). Property checks:
- * - the size nf_apply checks against the API's limit (hash_walk) is the
- *   printed size;
- * - nf_apply and nfr_apply succeed; a NodeFeature with a node-name label is
- *   filed under that node, its kept part is an object whose "features" holds
- *   the three kinds, each feature kept also being in the spec;
+ * - the size nfstore_nf_apply checks against the API's limit
+ *   (nfstore_hash_walk) is the printed size;
+ * - nfstore_nf_apply and nfstore_nfr_apply succeed; a NodeFeature with a
+ *   node-name label is filed under that node, its kept part is an object
+ *   whose "features" holds the three kinds, each feature kept also being in
+ *   the spec;
  * - cutting the spec down loses nothing the rules can see: for a spec whose
  *   features are well-formed, the desired labels, annotations, extended
  *   resources and taints from the kept part equal those from the whole spec;
- * - desired gives the same state twice (no hidden state).
+ * - nfstore_desired gives the same state twice (no hidden state).
  *
  * Built two ways, as the other targets: with libFuzzer (make fuzz), and as a
  * corpus replay under ASan+UBSan (tests/fuzz/corpus/nodefeature, make test). */
-#include "../../applets/nfd-master.c"
+#include "../../core/err.h"
+#include "../../core/json.h"
+#include "../../core/log.h"
+#include "../../core/metrics.h"
+#include "../../core/nfstore.h"
+#include "../../core/nodelabels.h"
 
 #include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -80,7 +88,7 @@ static int wellformed(const struct json *spec)
 		int kind = -1;
 
 		for (int i = 0; i < 3; i++)
-			if (strcmp(json_key(k), kinds[i]) == 0)
+			if (strcmp(json_key(k), nfstore_kinds[i]) == 0)
 				kind = i;
 		if (kind < 0)
 			continue; /* not read by the master */
@@ -136,9 +144,9 @@ static char *whole(const struct json *spec)
 	if (!o || !f || json_set_take(o, "features", f) < 0)
 		abort();
 	for (int k = 0; k < 3; k++) {
-		const struct json *src = json_get(json_get(spec, "features"), kinds[k]);
+		const struct json *src = json_get(json_get(spec, "features"), nfstore_kinds[k]);
 
-		if (json_set_take(f, kinds[k], src ? json_dup(src) : json_new_object()) < 0)
+		if (json_set_take(f, nfstore_kinds[k], src ? json_dup(src) : json_new_object()) < 0)
 			abort();
 	}
 	if (json_type(lab) == JSON_OBJECT && json_set_take(o, "labels", json_dup(lab)) < 0)
@@ -158,60 +166,34 @@ static void check_kept(const char *data, const struct json *spec)
 	if (json_type(kept) != JSON_OBJECT || json_type(f) != JSON_OBJECT)
 		abort();
 	for (int k = 0; k < 3; k++) {
-		const struct json *dst = json_get(f, kinds[k]);
+		const struct json *dst = json_get(f, nfstore_kinds[k]);
 
 		if (json_type(dst) != JSON_OBJECT)
 			abort();
 		for (const struct json *c = json_child(dst); c; c = json_next(c))
-			if (!json_get(json_get(json_get(spec, "features"), kinds[k]), json_key(c)))
+			if (!json_get(json_get(json_get(spec, "features"), nfstore_kinds[k]), json_key(c)))
 				abort(); /* kept a feature the object does not have */
 	}
 	json_free(kept);
 }
 
-static void master_init(struct master *m)
+/* The store as nfd-master sets it up, less the hooks. */
+static void store_init(struct nfstore *s, struct fb_log *lg, struct metrics *mx, struct nl_policy *pol)
 {
 	static int devnull = -1;
+	struct nfstore_conf c = {
+		.log = lg, .mx = mx, .pol = pol, .ns = "node-feature-discovery", .m_rej_nfs = -1,
+		.m_rule_errors = -1, .m_rule_time = -1, .m_rej_labels = -1, .m_rej_ers = -1, .m_rej_taints = -1,
+	};
 
-	memset(m, 0, sizeof(*m));
-	log_init(&m->log);
+	log_init(lg);
 	if (devnull < 0)
 		devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	m->log.fd = devnull; /* errors about the input are expected; keep runs quiet */
-	metrics_init(&m->mx);
-	nl_policy_init(&m->pol);
-	m->pol.enable_taints = 1;
-	snprintf(m->ns, sizeof(m->ns), "node-feature-discovery");
-	m->m_build = m->m_requests = m->m_updates = m->m_failures = m->m_rej_labels = -1;
-	m->m_rej_ers = m->m_rej_taints = m->m_rule_time = m->m_rule_errors = -1;
-	m->m_gc_deleted = m->m_gc_failed = m->m_leader = m->m_rej_nfs = -1;
-}
-
-/* What nfd_master_main frees on the way out. */
-static void master_free(struct master *m)
-{
-	for (size_t i = 0; i < m->nfs.cap; i++)
-		if (m->nfs.s[i].key) {
-			nf_free(m->nfs.s[i].val);
-		}
-	free(m->nfs.s);
-	for (size_t i = 0; i < m->nodes.cap; i++)
-		if (m->nodes.s[i].key) {
-			struct node *n = m->nodes.s[i].val;
-
-			for (size_t j = 0; j < n->dyn.cap; j++)
-				free(n->dyn.s[j].val);
-			free(n->dyn.s);
-			free(n->name);
-			free(n);
-		}
-	free(m->nodes.s);
-	for (size_t i = 0; i < m->n_nfrs; i++)
-		nfr_free(m->nfrs[i]);
-	free(m->nfrs);
-	for (size_t i = 0; i < m->n_refs; i++)
-		free(m->refs[i]);
-	free(m->refs); /* no metrics were added: m->mx holds nothing */
+	lg->fd = devnull; /* errors about the input are expected; keep runs quiet */
+	metrics_init(mx); /* no metrics are added: it holds nothing */
+	nl_policy_init(pol);
+	pol->enable_taints = 1;
+	nfstore_init(s, &c);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -220,9 +202,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t len = nul ? (size_t)(nul - text) : size;
 	struct json *obj, *rule = NULL;
 	struct fb_errinfo ei;
-	struct master m;
+	struct nfstore m;
+	struct fb_log lg;
+	struct metrics mx;
+	struct nl_policy pol;
 	const char *name;
-	struct node *n;
+	struct nfstore_node *n;
 
 	obj = json_parse(text, len, "NodeFeature", &ei);
 	if (json_type(obj) != JSON_OBJECT) {
@@ -237,22 +222,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!rule)
 			abort();
 	}
-	master_init(&m);
+	store_init(&m, &lg, &mx, &pol);
 	{
-		/* the size nf_apply checks against the API's limit, counted
+		/* the size nfstore_nf_apply checks against the API's limit, counted
 		 * without printing: exactly the printed size */
 		size_t sz = 0;
 		char *p = json_print(obj, NULL);
 
-		hash_walk(obj, 0, &sz);
+		nfstore_hash_walk(obj, 0, &sz);
 		if (!p || sz != strlen(p))
 			abort();
 		free(p);
 	}
-	if (nfr_apply(&m, rule, 0) != 0 || nf_apply(&m, obj, 0) != 0)
+	if (nfstore_nfr_apply(&m, rule, 0) != 0 || nfstore_nf_apply(&m, obj, 0) != 0)
 		abort();
-	name = json_get_str(json_get(json_get(obj, "metadata"), "labels"), NODE_NAME_LABEL, NULL);
-	n = name && *name ? smap_get(&m.nodes, name) : NULL;
+	name = json_get_str(json_get(json_get(obj, "metadata"), "labels"), NFSTORE_NODE_NAME_LABEL, NULL);
+	n = name && *name ? nfstore_node_find(&m, name) : NULL;
 	if (name && *name) {
 		struct nl_set a, b, c;
 		const struct json *spec = json_get(obj, "spec");
@@ -261,7 +246,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!n || !n->nfs || n->nfs->next || !n->nfs->data)
 			abort(); /* filed under its node, once */
 		check_kept(n->nfs->data, spec);
-		if (desired(&m, n, &a) != 0 || desired(&m, n, &b) != 0)
+		if (nfstore_desired(&m, n, &a) != 0 || nfstore_desired(&m, n, &b) != 0)
 			abort();
 		if (!same_set(&a, &b))
 			abort();
@@ -269,7 +254,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (wellformed(spec)) {
 			kept = n->nfs->data;
 			n->nfs->data = whole(spec);
-			if (desired(&m, n, &c) != 0)
+			if (nfstore_desired(&m, n, &c) != 0)
 				abort();
 			if (!same_set(&a, &c))
 				abort(); /* the kept part hid something the rules look at */
@@ -281,7 +266,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (m.nodes.n != 0) {
 		abort(); /* no node name: ignored */
 	}
-	master_free(&m);
+	nfstore_free(&m);
 	json_free(rule);
 	json_free(obj);
 	return 0;
