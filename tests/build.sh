@@ -4,15 +4,8 @@
 #   bash tests/build.sh --lint   the source-tree rules only (make quick)
 set -u
 cd "${FB_TOP:?}"
+. tests/lib/testing.sh
 SUITE=build
-fails=0
-pass() { printf 'PASS: %s: %s\n' "$SUITE" "$1"; }
-fail() { printf 'FAIL: %s: %s\n' "$SUITE" "$1"; fails=$((fails + 1)); }
-t() { # NAME COMMAND...
-	local n=$1
-	shift
-	if out=$("$@" 2>&1); then pass "$n"; else fail "$n: $(printf '%s' "$out" | head -c 600)"; fi
-}
 
 lint=0
 [ "${1:-}" = --lint ] && lint=1
@@ -61,4 +54,4 @@ t "no literal /sys, /proc or /boot in applets" sh -c "! grep -nE '\"/(sys|proc|b
 for h in core/*.h applets/applets.h; do
 	t "$h compiles on its own" sh -c "printf '#include \"%s\"\n' '$PWD/$h' | gcc -std=c11 -D_GNU_SOURCE -Wall -Werror -fsyntax-only -x c -"
 done
-[ "$fails" -eq 0 ]
+done_testing

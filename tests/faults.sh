@@ -14,7 +14,7 @@
 # At the end every daemon must stop on SIGTERM with exit 0 and no sanitizer
 # report (leaks included).
 #   FBBIN=build/check/featurebox bash tests/faults.sh   (FB_FAULT_ONLY=REGEX: some rounds)
-. "$(dirname "$0")/applets/testing.sh"
+. "$(dirname "$0")/lib/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
 . "$FB_TOP/tests/cluster.sh"
 SUITE=faults

@@ -15,7 +15,7 @@
 #   - every daemon stops on SIGTERM with exit 0: under the sanitizer build
 #     LeakSanitizer turns a leak into a non-zero exit and a report.
 #   FLAVOUR=check FBBIN=build/check/featurebox FB_SOAK_SECONDS=60 bash tests/soak.sh
-. "$(dirname "$0")/applets/testing.sh"
+. "$(dirname "$0")/lib/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
 . "$FB_TOP/tests/cluster.sh"
 SUITE=soak/$FLAVOUR

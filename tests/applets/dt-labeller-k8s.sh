@@ -1,5 +1,5 @@
 # dt-labeller controller mode and --oneshot against the test API server.
-. "$(dirname "$0")/testing.sh"
+. "$(dirname "$0")/../lib/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
 : "${FB_TEST_DT:?run through tests/run}"
 D=$(cd "$FB_TEST_DT" && pwd)

@@ -1,5 +1,5 @@
 # nfd-worker publishing its NodeFeature to the test API server.
-. "$(dirname "$0")/testing.sh"
+. "$(dirname "$0")/../lib/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
 F=$FB_TOP/tests/fixtures
 trap 'k8s_stop; [ -n "${wpid:-}" ] && kill -9 $wpid 2>/dev/null; rm -rf "$W"' EXIT

@@ -3,7 +3,7 @@
 # sanitizer build), with candidates as separate processes. Timings are short:
 # lease 2 s, renew deadline 1 s, retry period 0.3 s (plus up to 1.2x jitter
 # for candidates).
-. "$FB_TOP/tests/applets/testing.sh"
+. "$FB_TOP/tests/lib/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
 LT=${LEASETOOL:-$FB_TOP/build/check/tests/leasetool}
 SUITE=k8s/lease

@@ -4,7 +4,7 @@
 # foreign ones, re-reads on 409/422, errors, a missing node, and prune; the
 # record label (its value shown as R) that lets nfd-master trust its
 # bookkeeping annotations, and what a node's forged annotations cannot do.
-. "$FB_TOP/tests/applets/testing.sh"
+. "$FB_TOP/tests/lib/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
 KT=${KUBETOOL:-$FB_TOP/build/check/tests/kubetool}
 SUITE=k8s/nodelabels
