@@ -76,7 +76,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
 			sample $(($(date +%s) - start))
 			next_sample=$((next_sample + 10))
 		fi
-		sleep 1
+		sleep 1 # (the soak's pace: its length is the test)
 	done
 done
 sample $(($(date +%s) - start))

@@ -458,7 +458,7 @@ def t_auth(S):
     tok3 = out.strip()
     c = Client(S, token=tok2)
     r1 = c.req("GET", "/api/v1/nodes")
-    time.sleep(0.8)
+    time.sleep(0.8)  # (the grace period running out is the test)
     r2 = c.req("GET", "/api/v1/nodes")
     check("auth: rotate-token --grace keeps the old token valid for the grace period only",
           r1.status == 200 and r2.status == 401, "%s %s" % (r1, r2))
