@@ -4,6 +4,9 @@
 #   make ARCH=aarch64     build/aarch64/featurebox (also ARCH=armhf)
 #   make check            sanitizer flavour (glibc, ASan+UBSan) + unit tests run
 #   make test             everything CI runs; ends with "N passed, N failed"
+#   make quick            the fast tier (a few minutes): lint, unit tests under
+#                         ASan+UBSan, fuzz corpus replay, applet suites on the
+#                         release build
 #   make size             stripped size per built arch and the 15 largest symbols
 #   make image-rootfs     build/image/$(ARCH)/rootfs: the container image's files
 #   make bench            benchmarks (scripts/bench: tables of figures, never pass/fail
@@ -90,7 +93,7 @@ FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build/check/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=build/check/tests/%)
 
-.PHONY: all check test size bench clean distclean cross fuzz fuzz-bins unit-bins
+.PHONY: all check test quick size bench clean distclean cross fuzz fuzz-bins unit-bins
 .DEFAULT_GOAL := all
 
 # mbedTLS and cJSON are built for every flavour (cached under $(B)/lib) though
@@ -159,6 +162,11 @@ test:
 	$(MAKE) ARCH=aarch64 all unit-bins
 	$(MAKE) ARCH=armhf
 	tests/run
+
+quick:
+	$(MAKE) all
+	$(MAKE) FLAVOUR=check all
+	tests/run --quick
 
 size:
 	@scripts/size-report

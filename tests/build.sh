@@ -1,18 +1,15 @@
 # build checks: the binaries are static and within budget, the source tree
 # keeps the house rules that a reviewer would otherwise have to police.
+#   bash tests/build.sh          everything (make test: every arch built)
+#   bash tests/build.sh --lint   the source-tree rules only (make quick)
 set -u
 cd "${FB_TOP:?}"
+. tests/lib/testing.sh
 SUITE=build
-fails=0
-pass() { printf 'PASS: %s: %s\n' "$SUITE" "$1"; }
-fail() { printf 'FAIL: %s: %s\n' "$SUITE" "$1"; fails=$((fails + 1)); }
-t() { # NAME COMMAND...
-	local n=$1
-	shift
-	if out=$("$@" 2>&1); then pass "$n"; else fail "$n: $(printf '%s' "$out" | head -c 600)"; fi
-}
 
-host=$(uname -m)
+lint=0
+[ "${1:-}" = --lint ] && lint=1
+if [ $lint = 0 ]; then
 for b in build/featurebox build/aarch64/featurebox build/armhf/featurebox; do
 	t "$b is statically linked (file)" sh -c "file -L '$b' | grep -q 'statically linked'"
 	t "$b is stripped" sh -c "file -L '$b' | grep -q ', stripped'"
@@ -23,6 +20,7 @@ t "armhf binary is a 32-bit ARM EABI5 hard-float ELF" \
 t "sizes within budget: x86_64 and aarch64 768 KiB (make size)" scripts/size-report --check
 t "the sanitizer build is dynamic and instrumented" \
 	sh -c "file -L build/check/featurebox | grep -q 'dynamically linked' && nm build/check/featurebox | grep -q __asan_init"
+fi
 
 # applets.def: sorted, and every entry has its applets/<name>.c (and vice versa).
 def=$(sed -n 's/^APPLET(\([^,]*\), *\([a-z_0-9]*\)).*/\1 \2/p' applets/applets.def)
@@ -56,4 +54,4 @@ t "no literal /sys, /proc or /boot in applets" sh -c "! grep -nE '\"/(sys|proc|b
 for h in core/*.h applets/applets.h; do
 	t "$h compiles on its own" sh -c "printf '#include \"%s\"\n' '$PWD/$h' | gcc -std=c11 -D_GNU_SOURCE -Wall -Werror -fsyntax-only -x c -"
 done
-[ "$fails" -eq 0 ]
+done_testing

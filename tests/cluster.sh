@@ -1,5 +1,5 @@
 # tests/cluster.sh: a small cluster for the fault and soak tests (source it
-# after tests/applets/testing.sh). Every daemon of featurebox runs against one
+# after tests/lib/testing.sh). Every daemon of featurebox runs against one
 # test API server (tests/k8s) at once, as they would on a real node:
 #   node1: nfd-worker (publishing its NodeFeature), gpu-node-agent (the gpu4
 #          fixture: four GPUs, nvidia), dt-labeller in controller mode (the

@@ -15,12 +15,8 @@
 # else SKIP.
 set -u
 cd "${FB_TOP:?}"
+. tests/lib/testing.sh
 SUITE=deploy
-fails=0
-pass() { printf 'PASS: %s: %s\n' "$SUITE" "$1"; }
-fail() { printf 'FAIL: %s: %s\n' "$SUITE" "$1"; fails=$((fails + 1)); }
-skip() { printf 'SKIP: %s: %s\n' "$SUITE" "$1"; }
-W=$(mktemp -d /tmp/fb-deploy.XXXXXX)
 K8S_PID=
 cleanup() {
 	[ -n "$K8S_PID" ] && k8s_stop

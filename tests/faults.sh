@@ -14,7 +14,7 @@
 # At the end every daemon must stop on SIGTERM with exit 0 and no sanitizer
 # report (leaks included).
 #   FBBIN=build/check/featurebox bash tests/faults.sh   (FB_FAULT_ONLY=REGEX: some rounds)
-. "$(dirname "$0")/applets/testing.sh"
+. "$(dirname "$0")/lib/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
 . "$FB_TOP/tests/cluster.sh"
 SUITE=faults
@@ -52,7 +52,7 @@ round() {
 	seq=$(cluster_seq)
 	$brk
 	cluster_round $K
-	sleep "$HOLD"
+	sleep "$HOLD" # (the fault's duration is the test: the daemons back off meanwhile)
 	n=$(requests_since "$seq" 2>/dev/null || echo "?")
 	[ -n "${K8S_PID:-}" ] && k8s_ctl log --json --since "$seq" >"$W/round$K.json"
 	t0=$(date +%s.%N)
@@ -106,7 +106,7 @@ imposter_break() {
 	server_down
 	python3 "$FB_TOP/tests/k8s/server.py" --dir "$W/imposter" --port "$CL_PORT" --verbose >"$W/imposter.log" 2>&1 &
 	IMP=$!
-	for _ in $(seq 100); do [ -e "$W/imposter/ready" ] && break; sleep 0.1; done
+	wait_for 10 test -e "$W/imposter/ready"
 }
 imposter_heal() {
 	imposter_requests=$("$FB_TOP/tests/k8s/ctl" "$W/imposter" count '*' '.' 2>/dev/null || echo "?")
@@ -120,7 +120,7 @@ imposter_heal() {
 # the imposter's PKI is made now, not while the clock runs
 python3 "$FB_TOP/tests/k8s/server.py" --dir "$W/imposter" >"$W/imposter.log" 2>&1 &
 IMP=$!
-for _ in $(seq 300); do [ -e "$W/imposter/ready" ] && break; sleep 0.1; done
+wait_for 30 test -e "$W/imposter/ready"
 kill -TERM $IMP
 wait $IMP
 IMP=

@@ -6,17 +6,8 @@
 # PASS/FAIL/SKIP lines).
 set -u
 cd "${FB_TOP:?}" || exit 1
+. tests/lib/testing.sh
 SUITE=image
-fails=0
-pass() { printf 'PASS: %s: %s\n' "$SUITE" "$1"; }
-fail() { printf 'FAIL: %s: %s\n' "$SUITE" "$1"; fails=$((fails + 1)); }
-t() { # NAME COMMAND...
-	local n=$1
-	shift
-	if out=$("$@" 2>&1); then pass "$n"; else fail "$n: $(printf '%s' "$out" | tr '\n' ' ' | head -c 600)"; fi
-}
-W=$(mktemp -d /tmp/fb-image.XXXXXX)
-trap 'rm -rf "$W"' EXIT
 
 host=$(uname -m)
 case $host in armv*) host=armhf ;; esac

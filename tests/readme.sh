@@ -3,9 +3,8 @@
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-pass() { printf 'PASS: readme: %s\n' "$1"; }
-fail() { printf 'FAIL: readme: %s\n' "$1"; fails=$((fails + 1)); }
-fails=0
+. tests/lib/testing.sh
+SUITE=readme
 block() {
 	awk -v n="$1" '
 		$0 == "<!-- readme-test: " n " -->" { on = 1; next }

@@ -15,7 +15,7 @@
 #   - every daemon stops on SIGTERM with exit 0: under the sanitizer build
 #     LeakSanitizer turns a leak into a non-zero exit and a report.
 #   FLAVOUR=check FBBIN=build/check/featurebox FB_SOAK_SECONDS=60 bash tests/soak.sh
-. "$(dirname "$0")/applets/testing.sh"
+. "$(dirname "$0")/lib/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
 . "$FB_TOP/tests/cluster.sh"
 SUITE=soak/$FLAVOUR
@@ -76,7 +76,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
 			sample $(($(date +%s) - start))
 			next_sample=$((next_sample + 10))
 		fi
-		sleep 1
+		sleep 1 # (the soak's pace: its length is the test)
 	done
 done
 sample $(($(date +%s) - start))

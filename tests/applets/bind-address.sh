@@ -3,7 +3,7 @@
 # has only -port), gpu-node-agent --health-probe-bind-address HOST:PORT and
 # $HEALTH_PROBE_BIND_ADDRESS (the prototype's controller-runtime flag). A bad
 # address is an error naming it, exit 1.
-. "$(dirname "$0")/testing.sh"
+. "$(dirname "$0")/../lib/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
 F=$FB_TOP/tests/fixtures
 pids=

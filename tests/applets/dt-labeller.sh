@@ -1,6 +1,6 @@
 # dt-labeller applet tests: labels from blobs and /proc/device-tree style trees,
 # the features file, flags, exit codes and bad input.
-. "$(dirname "$0")/testing.sh"
+. "$(dirname "$0")/../lib/testing.sh"
 : "${FB_TEST_DT:?run through tests/run (it compiles the fixtures)}"
 D=$(cd "$FB_TEST_DT" && pwd)
 X=$FB_TOP/tests/fixtures/dt/expect.py

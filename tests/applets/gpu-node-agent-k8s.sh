@@ -1,7 +1,7 @@
 # gpu-node-agent against the test API server: PhysicalGPU objects, the Node
 # label, no writes in steady state, removals, driver changes, the vendors
 # ConfigMap watch, and an API outage.
-. "$(dirname "$0")/testing.sh"
+. "$(dirname "$0")/../lib/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
 F=$FB_TOP/tests/fixtures/sysfs
 trap 'k8s_stop; [ -n "${apid:-}" ] && kill -9 $apid 2>/dev/null; rm -rf "$W"' EXIT
@@ -74,7 +74,9 @@ rm -rf "$B" "$W/root/sys/bus/pci/devices/0000:ca:00.0" "$W/root/sys/bus/pci/devi
 # 4. ... and a driver bound: the A30 goes to vfio-pci.
 mkdir -p "$W/root/sys/bus/pci/drivers/vfio-pci"
 ln -sfn ../../../../bus/pci/drivers/vfio-pci "$(readlink -f "$W/root/sys/bus/pci/devices/0000:b1:00.0")/driver"
-sleep 1.1 # a new second for any new lastTransitionTime
+# the next second on the clock, so that a new lastTransitionTime would differ
+s0=$(date +%s)
+wait_for 5 sh -c "[ \$(date +%s) -gt $s0 ]"
 testing "removal and driver change: --oneshot exits 0" "$GA --oneshot 2>/dev/null; echo \$?" "0\n"
 testing "the removed GPU's object is deleted, node2's kept" "names" \
 	"node1-0000-17-00-0 node1-0000-31-00-0 node1-0000-b1-00-0 node2-0000-17-00-0\n"
@@ -97,9 +99,17 @@ port=$(sed -n 's/.*on port \([0-9]*\).*/\1/p' "$W/d.log")
 testing "/healthz and /readyz answer 200" \
 	"curl -s -o /dev/null -w '%{http_code} ' http://127.0.0.1:$port/healthz; curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/readyz" "200 200"
 testing "/metrics counts the devices" "curl -s http://127.0.0.1:$port/metrics | grep '^gpu_node_agent_devices '" "gpu_node_agent_devices 2\n"
-sleep 0.5
+# syncs: the daemon's passes that left the server in sync (its /metrics)
+syncs() { curl -s -m 5 "http://127.0.0.1:$port/metrics" | awk '/^gpu_node_agent_syncs_total / { print int($2) }'; }
+syncs_ge() { [ "$(syncs)" -ge "$1" ] 2>/dev/null; }
+syncs_after() { # N: wait until N more passes than now have ended in sync
+	local n
+	n=$(syncs)
+	wait_for 30 syncs_ge $((${n:-0} + $1))
+}
+syncs_after 1 || fail "a pass in sync (/metrics)"
 k8s_ctl clear-log >/dev/null
-sleep 2.5
+syncs_after 2 || fail "two more passes in sync (/metrics)"
 testing "steady state (resyncs every second): zero writes" "writes" "0\n"
 printf '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"gpu-supported-vendors","namespace":"%s"},"data":{"nvidia":"10de","amd":"1002","intel":"8086","habana":"1da3"}}' $NSP |
 	k8s_ctl put /api/v1/namespaces/$NSP/configmaps/gpu-supported-vendors - >/dev/null

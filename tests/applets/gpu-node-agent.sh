@@ -1,7 +1,7 @@
 # gpu-node-agent offline: --oneshot --no-publish on the sysfs fixtures
 # (tests/fixtures/sysfs/mkgpufixtures writes gpu4/ and mixedgpu/; each has
 # its own small usr/share/misc/pci.ids for the names).
-. "$(dirname "$0")/testing.sh"
+. "$(dirname "$0")/../lib/testing.sh"
 F=$FB_TOP/tests/fixtures/sysfs
 GA="$FB gpu-node-agent --oneshot --no-publish"
 # one device per line, keys sorted, condition times blanked

@@ -1,5 +1,5 @@
 # multicall dispatch: argv[0], "featurebox APPLET", --list, --install, exit 127.
-. "$(dirname "$0")/testing.sh"
+. "$(dirname "$0")/../lib/testing.sh"
 
 applets=$(sed -n 's/^APPLET(\([^,]*\),.*/\1/p' "$FB_TOP/applets/applets.def")
 testing "--list names every registered applet" "$FB --list" "$applets\n"

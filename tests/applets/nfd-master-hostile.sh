@@ -5,7 +5,7 @@
 # /healthz is probed without pause: every probe must be answered within 1 s,
 # and another node's NodeFeature update must be applied meanwhile. Objects
 # over the API's 1.5 MiB or over the label cap are refused, naming them.
-. "$(dirname "$0")/testing.sh"
+. "$(dirname "$0")/../lib/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
 mpids=""
 trap 'for p in $mpids; do kill -9 $p 2>/dev/null; done; k8s_stop; [ -n "${KEEPLOG:-}" ] && cp "$W/m.log" "$KEEPLOG"; rm -rf "$W"' EXIT

@@ -2,7 +2,7 @@
 # bookkeeping, extended resources, taints, restart safety, interop with an
 # upstream-labelled node, GC, --prune, leader election; nfd-worker
 # --standalone.
-. "$(dirname "$0")/testing.sh"
+. "$(dirname "$0")/../lib/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
 . "$FB_TOP/tests/applets/nfd-master.lib"
 master_suite_start
@@ -96,7 +96,13 @@ k8s_ctl clear-log
 # metadata-only change (not spec, owner references or pod uid): nothing to do
 k8s_ctl get $NFAPI/namespaces/$NSP/nodefeatures/node2 | python3 -c 'import json,sys; o=json.load(sys.stdin); o["metadata"].setdefault("annotations",{})["x"]="y"; print(json.dumps(o))' |
 	k8s_ctl put $NFAPI/namespaces/$NSP/nodefeatures/node2 - >/dev/null
-sleep 2
+# a later change to node1 (a probe label, then gone again): once both are on
+# node1, the master has handled node2's change before them
+NF1X='{"features":{"attributes":{"kernel.version":{"elements":{"minor":"9"}}},"instances":{"pci.device":{"elements":[{"attributes":{"class":"0200","vendor":"8086"}}]}}},"labels":{"shared":"vendor"}}'
+put_nf vendor node1-extra node1 "${NF1X%\}\}}"',"probe":"1"}}'
+wait_for 20 has node1 "label feature.node.kubernetes.io/probe=1" || fail "the probe label reaches node1"
+put_nf vendor node1-extra node1 "$NF1X"
+wait_for 20 hasnt node1 "feature.node.kubernetes.io/probe" || fail "the probe label leaves node1"
 testing "an object change that changes nothing: no request for the node" "k8s_ctl count '*' '^/api/v1/nodes/node2'" "0\n"
 put_rule rules-a '[{"name":"kernel","labels":{"kernel-major-ge-5":"true"},"vars":{"newkernel":"true"},
   "matchFeatures":[{"feature":"kernel.version","matchExpressions":{"major":{"op":"Ge","value":["5"]}}}]},
@@ -121,7 +127,9 @@ check "... from every node" wait_for 5 hasnt node2 "after-broken"
 k8s_ctl fault --method PATCH --path '^/api/v1/nodes/node2$' --status 403 --count -1 >/dev/null
 put_rule rules-d '[{"name":"both","labels":{"both":"1"}}]'
 check "node1 updated while node2 fails" wait_for 10 has node1 "label feature.node.kubernetes.io/both=1"
-sleep 4 # node2 has failed a few times and waits for its retry
+# node2 has failed a few times and waits for its retry (50 ms doubling: 1.6 s after the 6th)
+wait_for 30 sh -c "[ \"\$($K8S_CTL count PATCH '^/api/v1/nodes/node2\$' --status 403)\" -ge 6 ]" ||
+	fail "node2's PATCH fails again and again"
 put_rule rules-d '[{"name":"both","labels":{"both":"2"}}]'
 check "... and again, promptly, after node2 failed for a while" wait_for 4 has node1 "label feature.node.kubernetes.io/both=2"
 check "... the failures are logged" grep -q 'updating node node2 failed' "$W/m1.log"
@@ -219,24 +227,36 @@ k8s_ctl clear-log
 k8s_ctl fault --method GET --path "^$NFAPI/nodefeatures\$" --no-watch --count 2 --status 503 >/dev/null
 k8s_ctl fault --method GET --path "^$NFAPI/nodefeatures\$" --no-watch --count 1 --delay 2500 >/dev/null
 start_master m3 --enable-taints --deny-label-ns '*.denied.org'
+# node1 looked at again and again until the master has listed everything
 ok=1
-for _ in $(seq 30); do
+end=$((SECONDS + 60))
+until grep -q 'everything listed' "$W/m3.log" || [ $SECONDS -gt $end ]; do
 	[ "$(nfd_state node1)" = "$before" ] || { ok=0; break; }
 	sleep 0.2
 done
 check "while the list is slow: node labels never change" [ $ok = 1 ]
 check "master ready after the slow list" wait_for 20 grep -q 'everything listed' "$W/m3.log"
-sleep 2
+# the first pass read node1, node2 and node3 (a node's update is one
+# synchronous read and write); then a probe node, labelled after them
+for n in node1 node2 node3; do
+	wait_for 20 sh -c "[ \"\$($K8S_CTL count get '^/api/v1/nodes/$n\$' --status 200)\" -ge 1 ]" ||
+		fail "the restarted master reads $n"
+done
+put_nf $NSP probe probe '{"features":{},"labels":{"probe":"1"}}'
+put_node probe
+wait_for 20 has probe "label feature.node.kubernetes.io/probe=1" || fail "the restarted master labels a probe node"
 testing "no write before the first complete list, and none after: nothing changed" \
 	"k8s_ctl log --json | python3 -c '
 import json, sys
 items = json.load(sys.stdin)
 items = items[\"items\"] if isinstance(items, dict) else items
 done = [e[\"seq\"] for e in items if e[\"path\"] == \"$NFAPI/nodefeatures\" and e[\"status\"] == 200 and not e[\"watch\"]]
-writes = [e[\"seq\"] for e in items if e[\"method\"] in (\"PATCH\", \"PUT\", \"DELETE\") and e[\"path\"].startswith(\"/api/v1/nodes\")]
+writes = [e[\"seq\"] for e in items if e[\"method\"] in (\"PATCH\", \"PUT\", \"DELETE\") and e[\"path\"].startswith(\"/api/v1/nodes\") and not e[\"path\"].startswith(\"/api/v1/nodes/probe\")]
 print(len(done) >= 1, [w for w in writes if not done or w < done[0]], len(writes))'" "True [] 0\n"
 testing "labels exactly as before the restart" "nfd_state node1" "$before\n"
 stop_master m3 >/dev/null
+k8s_ctl delete $NFAPI/namespaces/$NSP/nodefeatures/probe >/dev/null
+k8s_ctl delete /api/v1/nodes/probe >/dev/null
 
 # GC on node deletion: its NodeFeatures go, in every namespace.
 start_master m4 --gc-interval 2s
@@ -247,7 +267,11 @@ k8s_ctl fault --method GET --path '^/api/v1/nodes$' --status 503 --count -1 >/de
 k8s_ctl drop-watches >/dev/null
 put_nf $NSP late late '{"features":{},"labels":{"late":"1"}}'
 put_node late
-sleep 5
+# the Node list failing again and again (the window is what is tested:
+# GC's 2 s timer fires meanwhile)
+wait_for 60 sh -c "[ \"\$($K8S_CTL count list '^/api/v1/nodes\$' --status 503)\" -ge 4 ]" ||
+	fail "the master lists the Nodes again and again"
+sleep 2 # a GC period with the failing list
 check "GC while Nodes cannot be listed: a new node's NodeFeature stays" k8s_ctl get $NFAPI/namespaces/$NSP/nodefeatures/late
 k8s_ctl clear-faults >/dev/null
 check "... and the node is labelled once the list works" wait_for 20 has late "label feature.node.kubernetes.io/late=1"
@@ -323,10 +347,11 @@ check "leader killed: the other takes over and writes" wait_for 15 has node2 "la
 testing "... within the lease time (+ retry)" "[ \$(( \$(date +%s) - t0 )) -le 8 ] && echo ok" "ok\n"
 # the new leader loses the lease (its renewals fail): it stops writing
 k8s_ctl fault --path '/leases/' --user mb --count -1 --status 503 >/dev/null
-sleep 3
+wait_for 20 grep -qi 'lost' "$W/lb.log" || fail "lb says it lost the lease"
 k8s_ctl clear-log
 put_nf $NSP node2 node2 '{"features":{},"labels":{"le":"4"}}'
-sleep 3
+# four more tries at the lease (retryPeriod 500 ms): the change had its time
+wait_for 30 sh -c "[ \"\$($K8S_CTL count '*' '/leases/' --user mb)\" -ge 4 ]" || fail "lb tries the lease again"
 testing "a master that lost the lease writes nothing" "k8s_ctl count patch '^/api/v1/nodes/' --user mb" "0\n"
 check "... and says so" grep -qi 'lost' "$W/lb.log"
 k8s_ctl clear-faults >/dev/null

@@ -6,7 +6,7 @@
 # disableAnnotations, disableExtendedResources, denyNodeFeatureLabels; and the
 # configuration nfd-master does not implement that has a security meaning
 # refuses to start.
-. "$(dirname "$0")/testing.sh"
+. "$(dirname "$0")/../lib/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
 . "$FB_TOP/tests/applets/nfd-master.lib"
 master_suite_start

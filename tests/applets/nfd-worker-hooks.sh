@@ -2,7 +2,7 @@
 # event loop, so /healthz and /metrics answer while a hook sleeps, and nothing
 # a hook starts outlives it, not even what calls setsid. The worker runs as
 # uid 65534 (no capabilities), as in the upstream DaemonSet.
-. "$(dirname "$0")/testing.sh"
+. "$(dirname "$0")/../lib/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
 F=$FB_TOP/tests/fixtures
 # Every hook exports a marker that its descendants inherit: the escape hooks

@@ -1,5 +1,5 @@
 # nfd-worker publishing its NodeFeature to the test API server.
-. "$(dirname "$0")/testing.sh"
+. "$(dirname "$0")/../lib/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
 F=$FB_TOP/tests/fixtures
 trap 'k8s_stop; [ -n "${wpid:-}" ] && kill -9 $wpid 2>/dev/null; rm -rf "$W"' EXIT
@@ -65,13 +65,27 @@ port=$(sed -n 's/.*serving \/healthz and \/metrics on port \([0-9]*\).*/\1/p' "$
 testing "/healthz answers 200" "curl -s -m 1 -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/healthz" "200"
 testing "/metrics has the upstream discovery histogram" \
 	"curl -s http://127.0.0.1:$port/metrics | grep -c -e '^nfd_worker_feature_discovery_duration_seconds_count{node=\"node1\"}' -e '^nfd_worker_build_info{version='" "2\n"
-sleep 1
+# passes: the worker's full discovery passes so far (its /metrics)
+passes() {
+	curl -s -m 5 "http://127.0.0.1:$port/metrics" |
+		awk '/^nfd_worker_feature_discovery_duration_seconds_count\{node="node1"\} / { print int($2) }'
+}
+passes_ge() { [ "$(passes)" -ge "$1" ] 2>/dev/null; }
+# passes_after N: wait until N more passes than now have run
+passes_after() {
+	local n
+	n=$(passes)
+	wait_for 30 passes_ge $((${n:-0} + $1))
+}
+# a whole pass after the publishing above, then three more
+passes_after 2 || fail "two more discovery passes (/metrics)"
 k8s_ctl clear-log
-sleep 3.5
+passes_after 3 || fail "three more discovery passes (/metrics)"
 testing "three more discovery passes, no change: zero API requests" "k8s_ctl count '*' '^/api'" "0\n"
 echo "edge.example.com/rack=r7" >>"$W/fd/site"
 check "a features.d change is published promptly" wait_for 5 sh -c "[ \"\$(cd $FB_TOP && . tests/k8s/start.sh && K8S_DIR=$S k8s_ctl get $NFP | grep -c r7)\" -ge 1 ]"
-sleep 1.5
+# two whole passes later nothing more was sent
+passes_after 2 || fail "two more discovery passes (/metrics)"
 testing "published once" "k8s_ctl count PUT '^$NFP\$'" "1\n"
 
 # 3. Someone else replaced the object: our next write gets 409, re-reads, wins.
@@ -86,7 +100,8 @@ testing "the 409 happened" "k8s_ctl count PUT '^$NFP\$' --status 409 | awk '{ pr
 port_api=$K8S_PORT
 k8s_stop
 echo "edge.example.com/after=outage" >>"$W/fd/site"
-sleep 3
+# two discovery passes with the API down
+passes_after 2 || fail "two more discovery passes (/metrics)"
 check "API down: the worker is still running" kill -0 $wpid
 testing "API down: /healthz still answers within a second" "curl -s -m 1 -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/healthz" "200"
 k8s_start "$S" --port "$port_api" || fail "API server restarts"
@@ -122,7 +137,7 @@ i=0
 while [ $i -lt 200 ]; do
 	echo "churn.example.com/n=$i" >"$W/fd/churn"
 	i=$((i + 1))
-	sleep 0.05
+	sleep 0.05 # (the churn's pace is what is tested: a rewrite every 50 ms)
 done
 t1=$(date +%s%N)
 check "churn: the last value is published" wait_for 20 sh -c "cd $FB_TOP && . tests/k8s/start.sh && K8S_DIR=$S k8s_ctl get $NFP | grep -q '\"churn.example.com/n\": *\"199\"'"

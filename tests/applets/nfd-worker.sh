@@ -1,6 +1,6 @@
 # nfd-worker without an API server: labels and the NodeFeature object from
 # fixture hosts, config and flags, features.d.
-. "$(dirname "$0")/testing.sh"
+. "$(dirname "$0")/../lib/testing.sh"
 F=$FB_TOP/tests/fixtures
 NS=feature.node.kubernetes.io
 

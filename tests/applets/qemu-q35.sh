@@ -2,7 +2,7 @@
 # copied out of the tests/vm guest: FB_VM_CAPTURE=1 tests/vm/run q35) as a
 # regression fixture: what the applets read from it must not drift from what
 # they read in the guest. labels is the guest's shell reading, not ours.
-. "$(dirname "$0")/testing.sh"
+. "$(dirname "$0")/../lib/testing.sh"
 Q=$FB_TOP/tests/fixtures/sysfs/qemu-q35
 testing "nfd-worker: the PCI and USB labels the guest's shell computed" \
 	"$FB nfd-worker --oneshot --no-publish --host-prefix $Q/ 2>/dev/null | grep -E '^feature.node.kubernetes.io/(pci|usb)-' | sort" \

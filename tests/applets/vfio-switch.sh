@@ -3,7 +3,7 @@
 # PhysicalGPU status + Event against the test API server.
 # The unit test (unit/vfio) injects a failure at every step; tests/vm/ runs it
 # on a real kernel.
-. "$(dirname "$0")/testing.sh"
+. "$(dirname "$0")/../lib/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
 F=$FB_TOP/tests/fixtures/sysfs/vfio
 T=$W/t

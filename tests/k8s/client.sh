@@ -1,7 +1,7 @@
 # core/kube against the test API server: TLS, kubeconfig auth, token
 # rotation, the retry policy and watches, driven by tests/tools/kubetool
 # (the sanitizer build: same core code as the applets).
-. "$FB_TOP/tests/applets/testing.sh"
+. "$FB_TOP/tests/lib/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
 KT=${KUBETOOL:-$FB_TOP/build/check/tests/kubetool}
 SUITE=k8s/client

@@ -3,7 +3,7 @@
 # sanitizer build), with candidates as separate processes. Timings are short:
 # lease 2 s, renew deadline 1 s, retry period 0.3 s (plus up to 1.2x jitter
 # for candidates).
-. "$FB_TOP/tests/applets/testing.sh"
+. "$FB_TOP/tests/lib/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
 LT=${LEASETOOL:-$FB_TOP/build/check/tests/leasetool}
 SUITE=k8s/lease
@@ -42,9 +42,9 @@ s = json.load(sys.stdin)["spec"]
 for f in sys.argv[1:]:
     print(s.get(f, ""))' "$@"
 }
-# wait_for REGEX MS FILE...: prints how many ms it took for a line matching
+# took_ms REGEX MS FILE...: prints how many ms it took for a line matching
 # REGEX to show up in one of the FILEs, or "timeout" after MS.
-wait_for() {
+took_ms() {
 	local re=$1 ms=$2 t0 now
 	shift 2
 	t0=$(date +%s%3N)
@@ -66,14 +66,16 @@ between() {
 
 # 1. One candidate: creates the Lease, holds it, renews it.
 cand a A "$D/kubeconfig-admin" single
-took=$(wait_for '^leading 1 ' 3000 "$W/a.out")
+took=$(took_ms '^leading 1 ' 3000 "$W/a.out")
 testing "one candidate: leads at once (< 1.5 s)" "between 0 1500 '$took'; grep -c '^leading' $W/a.out" "ok\n1\n"
 testing "one candidate: the Lease names it, with the client-go fields" \
 	"spec single holderIdentity leaseDurationSeconds leaseTransitions" "A\n2\n0\n"
 { read -r rt1; read -r at1; } < <(spec single renewTime acquireTime)
 testing "one candidate: renewTime and acquireTime are MicroTime (RFC 3339, microseconds, UTC)" \
 	"echo '$rt1 $at1' | grep -cE '^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6}Z ?){2}\$'" "1\n"
-sleep 0.8
+# a renewal since (the request log)
+n=$(k8s_ctl count PUT "^$LP/single\$" --status 200)
+wait_for 10 sh -c "[ \"\$($K8S_CTL count PUT '^$LP/single\$' --status 200)\" -gt $n ]" || fail "one candidate renews"
 testing "one candidate: renewTime advances, acquireTime stays" \
 	"spec single renewTime acquireTime | { read -r rt2; read -r at2; [ \"\$rt2\" \\> '$rt1' ] && [ \"\$at2\" = '$at1' ] && echo ok; }" "ok\n"
 testing "one candidate: renewals are PUTs (no GET while it holds the lease)" \
@@ -90,8 +92,9 @@ testing "one candidate: logged becoming leader once" "grep -c 'became leader as 
 k8s_ctl clear-log
 cand a A "$D/kubeconfig-admin" pair
 cand b B "$D/kubeconfig-admin" pair
-wait_for '^leading' 3000 "$W/a.out" "$W/b.out" >/dev/null
-sleep 0.8
+took_ms '^leading' 3000 "$W/a.out" "$W/b.out" >/dev/null
+# the other one has seen who leads
+wait_for 10 grep -q 'new leader is' "$W/a.err" "$W/b.err" || fail "two candidates: the other sees the leader"
 testing "two candidates: exactly one leads" "cat $W/a.out $W/b.out | grep -c '^leading'" "1\n"
 if grep -q '^leading 1' "$W/a.out"; then L=a LID=A F=b FID=B; else L=b LID=B F=a FID=A; fi
 testing "two candidates: the Lease names the leader" "spec pair holderIdentity" "$LID\n"
@@ -101,7 +104,7 @@ testing "two candidates: one create succeeded" "k8s_ctl count POST '^$LP\$' --st
 # 3. SIGTERM the leader: it releases, the other takes over without waiting.
 eval "lpid=\$pid_$L"
 kill -TERM "$lpid"
-took=$(wait_for '^leading 1' 3000 "$W/$F.out")
+took=$(took_ms '^leading 1' 3000 "$W/$F.out")
 wait "$lpid"
 rc=$?
 testing "SIGTERM: the leader exits 0 and released the lease" "echo $rc; grep -c 'released' $W/$L.err" "0\n1\n"
@@ -123,7 +126,7 @@ cand f F "$D/kubeconfig-admin" foreign
 	while [ "$(date +%s%3N)" -lt $end ]; do
 		put_foreign $i
 		i=$((i + 1))
-		sleep 0.2
+		sleep 0.2 # (the foreign holder's renewal pace is the test)
 	done
 	date +%s%3N >"$W/foreign.stopped"
 ) &
@@ -133,11 +136,11 @@ PIDS="$PIDS $renewer"
 # 5. SIGKILL the leader: no release; the next one waits for the lease to
 #    expire by its own clock (2 s without a change), then takes over.
 cand c C "$D/kubeconfig-admin" pair
-sleep 0.7
+wait_for 10 grep -q 'new leader is' "$W/c.err" || fail "the third candidate sees the leader"
 eval "fpid=\$pid_$F"
 kill -KILL "$fpid"
 wait "$fpid" 2>/dev/null
-took=$(wait_for '^leading 1' 6000 "$W/c.out")
+took=$(took_ms '^leading 1' 6000 "$W/c.out")
 testing "SIGKILL: the waiting candidate leads after the lease expires (1.3 .. 4.5 s)" "between 1300 4500 '$took'" "ok\n"
 testing "SIGKILL: the Lease names it, two transitions" "spec pair holderIdentity leaseTransitions" "C\n2\n"
 testing "SIGKILL: it logged each new leader once" "grep -c 'new leader is $FID' $W/c.err; grep -c 'new leader' $W/c.err" "1\n1\n"
@@ -147,7 +150,7 @@ wait "$pid_c"
 wait "$renewer"
 testing "foreign holder renewing: never taken (3 s)" "cat $W/f.out; spec foreign holderIdentity" "foreign\n"
 testing "foreign holder renewing: logged once" "grep -c 'new leader is foreign' $W/f.err" "1\n"
-wait_for '^leading 1' 6000 "$W/f.out" >/dev/null
+took_ms '^leading 1' 6000 "$W/f.out" >/dev/null
 took=$(($(date +%s%3N) - $(cat "$W/foreign.stopped")))
 testing "foreign holder gone: taken after its 2 s expire (1.5 .. 5 s)" "between 1500 5000 '$took'" "ok\n"
 testing "foreign holder gone: a new term (transitions 6)" "spec foreign holderIdentity leaseTransitions" "F\n6\n"
@@ -169,19 +172,19 @@ for u in cand-a cand-b; do
 	sed "s|tokens/node1|tokens/$u|; s|system:node:node1|$u|" "$D/kubeconfig-node1" >"$W/kc-$u"
 done
 cand a A "$W/kc-cand-a" faulty
-wait_for '^leading 1' 3000 "$W/a.out" >/dev/null
+took_ms '^leading 1' 3000 "$W/a.out" >/dev/null
 cand b B "$W/kc-cand-b" faulty
-sleep 0.7
+wait_for 10 grep -q 'new leader is A' "$W/b.err" || fail "API failing: B sees A lead"
 k8s_ctl fault --user cand-a --path "^$LP/faulty\$" --status 503 --count -1 >/dev/null
 tf=$(date +%s%3N)
-lost=$(wait_for '^leading 0' 3000 "$W/a.out")
-wait_for '^leading 1' 5000 "$W/b.out" >/dev/null
+lost=$(took_ms '^leading 0' 3000 "$W/a.out")
+took_ms '^leading 1' 5000 "$W/b.out" >/dev/null
 took=$(($(date +%s%3N) - tf))
 testing "API failing: the leader stops leading within its renew deadline (0.5 .. 1.6 s)" "between 500 1600 '$lost'" "ok\n"
 testing "API failing: it logged losing leadership" "grep -c 'lost leadership: not renewed for 1000 ms' $W/a.err" "1\n"
 testing "API failing: the other user's candidate takes over after the expiry (1.3 .. 4.5 s)" "between 1300 4500 '$took'" "ok\n"
 k8s_ctl clear-faults >/dev/null
-sleep 0.7
+wait_for 10 grep -q 'new leader is B' "$W/a.err" || fail "API failing: A sees B lead"
 testing "API failing: after recovery the old leader stays a candidate" \
 	"tail -n 1 $W/a.out | cut -d' ' -f1-2; spec faulty holderIdentity; grep -c 'new leader is B' $W/a.err" "leading 0\nB\n1\n"
 kill -TERM "$pid_a" "$pid_b"

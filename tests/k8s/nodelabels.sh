@@ -4,7 +4,7 @@
 # foreign ones, re-reads on 409/422, errors, a missing node, and prune; the
 # record label (its value shown as R) that lets nfd-master trust its
 # bookkeeping annotations, and what a node's forged annotations cannot do.
-. "$FB_TOP/tests/applets/testing.sh"
+. "$FB_TOP/tests/lib/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
 KT=${KUBETOOL:-$FB_TOP/build/check/tests/kubetool}
 SUITE=k8s/nodelabels
@@ -121,11 +121,10 @@ testing "always 409: gives up after 3 rounds, naming the node" \
 	"apply n1 $W/d1.json --enable-taints; tail -n 1 $W/kt.log" \
 	"changed 1 requests 7\nrc 1\nkubetool: node n1: changed under us 3 times: HTTP 409 Conflict: injected fault 409\n"
 k8s_ctl clear-faults
-# someone adds a taint between our GET and our PATCH (held back 15 s: the
-# change is made ready before, and two ctl calls can take 5 s on a loaded
-# machine): the resourceVersion test fails (422), the node is read again,
-# both taints stay (NFD's taint taken off first, so that our PATCH changes
-# taints)
+# someone adds a taint between our GET and our PATCH (the server holds our
+# PATCH until the competing write is in, then lets it go: no time window):
+# the resourceVersion test fails (422), the node is read again, both taints
+# stay (NFD's taint taken off first, so that our PATCH changes taints)
 k8s_ctl get $N | python3 -c '
 import json, sys
 o = json.load(sys.stdin)
@@ -137,11 +136,12 @@ o = json.load(sys.stdin)
 o["spec"]["taints"].append({"key": "example.com/late", "effect": "NoExecute"})
 json.dump(o, sys.stdout)' >"$W/late.json"
 k8s_ctl clear-log
-k8s_ctl fault --method PATCH --path "^$N\$" --count 1 --delay 15000 >/dev/null
+hold=$(k8s_ctl fault --method PATCH --path "^$N\$" --count 1 --hold)
 apply n1 "$W/d1.json" --enable-taints >"$W/race.out" &
 race=$!
-wait_for 10 sh -c "[ \"\$($K8S_CTL count PATCH '^$N\$')\" -ge 1 ]"
+k8s_ctl wait-held "$hold" || fail "the PATCH is held"
 k8s_ctl put $N - <"$W/late.json" >/dev/null
+k8s_ctl release "$hold" >/dev/null
 wait $race
 k8s_ctl clear-faults
 testing "a concurrent taint change: 422 on the resourceVersion test, read again, both kept" \

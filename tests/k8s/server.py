@@ -2096,13 +2096,15 @@ class RequestLog:
             self.entries.clear()
 
 
-ACTIONS = ("status", "delay", "close", "reset")
+ACTIONS = ("status", "delay", "close", "reset", "hold")
+HOLD_MAX = 300                      # seconds a held request waits at most (a test that never releases)
 
 
 class Faults:
     def __init__(self):
         self.lock = threading.Lock()
         self.rules = []
+        self.releases = {}          # rule id -> Event set on release (or clear)
         self.next_id = 1
 
     def add(self, spec):
@@ -2145,13 +2147,46 @@ class Faults:
             if not isinstance(ms, (int, float)) or ms < 0:
                 raise bad_request("fault rule delay needs ms (milliseconds)")
             r["ms"] = ms
+        elif r["action"] == "hold":
+            to = spec.get("timeout", 60)
+            if not isinstance(to, (int, float)) or not 0 < to <= HOLD_MAX:
+                raise bad_request("fault rule hold timeout must be a number of seconds, at most %d" % HOLD_MAX)
+            r["timeout"] = to
         with self.lock:
             r["id"] = self.next_id
             self.next_id += 1
             r["hits"] = 0
             r["seen"] = 0
+            r["held"] = 0
             self.rules.append(r)
+            self.releases[r["id"]] = threading.Event()
             return dict(r)
+
+    def hold(self, f):
+        """Holds the calling request (rule f matched it with action hold) until the rule is
+        released or cleared, or its timeout passes; True when released."""
+        with self.lock:
+            ev = self.releases.get(f["id"])
+            live = next((r for r in self.rules if r["id"] == f["id"]), None)
+            if ev is None or live is None:
+                return True
+            live["held"] += 1
+        try:
+            return ev.wait(f["timeout"])
+        finally:
+            with self.lock:
+                live["held"] -= 1
+
+    def release(self, rid):
+        """Lets every request held by rule rid (and any it matches later) go; the number
+        held at that moment, or None for an unknown rule."""
+        with self.lock:
+            ev = self.releases.get(rid)
+            live = next((r for r in self.rules if r["id"] == rid), None)
+            if ev is None or live is None:
+                return None
+            ev.set()
+            return live["held"]
 
     def match(self, method, path, query, verb, user, watch):
         with self.lock:
@@ -2183,6 +2218,9 @@ class Faults:
         with self.lock:
             n = len(self.rules)
             self.rules = []
+            for ev in self.releases.values():
+                ev.set()            # nothing stays held once its rule is gone
+            self.releases = {}
             return n
 
     def list(self):
@@ -2482,6 +2520,8 @@ class Handler(BaseHTTPRequestHandler):
         if f:
             self.entry["fault"] = f["action"] + (":%d" % f["status"] if f["action"] == "status" else
                                                  ":%sms" % f["ms"] if f["action"] == "delay" else "")
+            if f["action"] == "hold":
+                self.entry["held"] = True
             self.entry["fault_id"] = f["id"]
             log("fault %d (%s) on %s %s" % (f["id"], self.entry["fault"], method, self.path))
             if f["action"] == "reset":
@@ -2507,6 +2547,11 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_body(code, body, headers=hdrs)
             if f["action"] == "delay":
                 time.sleep(f["ms"] / 1000.0)
+            elif f["action"] == "hold":
+                if not FAULTS.hold(f):
+                    log("fault %d: hold timed out after %g s on %s %s" % (f["id"], f["timeout"], method, self.path))
+                    self.entry["hold_timed_out"] = True
+                self.entry["held"] = False
             elif f["action"] == "close":
                 self.fault_close = True
         if path in ("/healthz", "/livez", "/readyz") or path.startswith(("/healthz/", "/livez/", "/readyz/")):
@@ -2847,6 +2892,12 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_body(201, FAULTS.add(body()))
             if method == "DELETE":
                 return self.send_body(200, {"cleared": FAULTS.clear()})
+        m = re.fullmatch(r"/faults/([0-9]+)/release", p)
+        if m and method == "POST":
+            n = FAULTS.release(int(m.group(1)))
+            if n is None:
+                raise ApiError(404, "no fault rule %s" % m.group(1))
+            return self.send_body(200, {"released": n})
         if p == "/drop-watches" and method == "POST":
             mode = body().get("mode", "close")
             if mode not in ("close", "end"):

@@ -458,7 +458,7 @@ def t_auth(S):
     tok3 = out.strip()
     c = Client(S, token=tok2)
     r1 = c.req("GET", "/api/v1/nodes")
-    time.sleep(0.8)
+    time.sleep(0.8)  # (the grace period running out is the test)
     r2 = c.req("GET", "/api/v1/nodes")
     check("auth: rotate-token --grace keeps the old token valid for the grace period only",
           r1.status == 200 and r2.status == 401, "%s %s" % (r1, r2))
@@ -1215,6 +1215,59 @@ def t_faults(S):
           w.status == 200 and w.end in ("IncompleteRead", "JSONDecodeError") and not w.events,
           "%s %s" % (w.end, w.events))
     w.close()
+    # hold: the request waits until the test releases it, so a competing write
+    # lands inside the window whatever the machine's speed
+    held_path = "/api/v1/namespaces/default/configmaps/held"
+    c.req("POST", "/api/v1/namespaces/default/configmaps", cm("held", data={"k": "v"}))
+    rc, out, err = S.ctl("fault", "--method", "PATCH", "--path", "^%s$" % held_path, "--hold")
+    hid = out.strip()
+    res = {}
+
+    def held_patch(key, val):
+        c2 = Client(S)
+        res[key] = c2.req("PATCH", held_path, {"data": {"k": val}}, "application/merge-patch+json")
+        res[key + "_t"] = time.time()
+        c2.close()
+
+    th = threading.Thread(target=held_patch, args=("p", "patched"))
+    th.start()
+    rc1, _, err1 = S.ctl("wait-held", hid, "--timeout", "20")
+    rlog = [e for e in json.loads(S.ctl("log", "--json")[1]) if e["path"] == held_path and e["method"] == "PATCH"]
+    r = c.req("PATCH", held_path, {"data": {"k": "competing"}}, "application/merge-patch+json")
+    alive = th.is_alive()
+    t_rel = time.time()
+    rc2, out2, _ = S.ctl("release", hid)
+    th.join(20)
+    r2 = c.req("GET", held_path)
+    check("fault hold: the request waits (logged as held) until released; a competing write goes first",
+          rc == 0 and hid.isdigit() and rc1 == 0 and alive and r.status == 200 and out2.strip() == "1" and
+          rlog and rlog[-1].get("held") is True and rlog[-1].get("fault") == "hold" and
+          res.get("p") is not None and res["p"].status == 200 and res["p_t"] >= t_rel and
+          r2.get("data", "k") == "patched",
+          "%s %s %s %s %s %s %s" % (rc, err, rc1, err1, out2, rlog[-1:], res))
+    t0 = time.time()
+    held_patch("p2", "again")
+    check("fault hold: once released, the rule holds nothing more",
+          res["p2"].status == 200 and res["p2_t"] - t0 < 5, res)
+    S.ctl("fault", "--method", "GET", "--path", "^/api/v1/nodes/hold-to$", "--hold", "--hold-timeout", "0.5")
+    t0 = time.time()
+    r = c.req("GET", "/api/v1/nodes/hold-to")
+    dt = time.time() - t0
+    check("fault hold --hold-timeout 0.5: never released, served after the timeout",
+          r.status == 404 and 0.45 <= dt < 8, "%s %.2f" % (r, dt))
+    rc, out, err = S.ctl("fault", "--method", "PATCH", "--path", "^%s$" % held_path, "--hold")
+    th = threading.Thread(target=held_patch, args=("p3", "cleared"))
+    th.start()
+    rc1, _, err1 = S.ctl("wait-held", out.strip(), "--timeout", "20")
+    S.ctl("clear-faults")
+    th.join(20)
+    check("fault hold: clear-faults lets every held request go",
+          rc1 == 0 and not th.is_alive() and res.get("p3") is not None and res["p3"].status == 200,
+          "%s %s %s" % (rc1, err1, res.get("p3")))
+    rc, _, err = S.ctl_proc("release", "9999")
+    rc3, _, err3 = S.ctl_proc("wait-held", "9999", "--timeout", "1")
+    check("ctl release / wait-held of an unknown rule -> exit 1 and a message",
+          rc == 1 and "9999" in err and rc3 == 1 and "9999" in err3, "%s %s" % (err, err3))
     S.ctl("fault", "--path", "^/api/v1/nodes$", "--status", "503", "--count", "-1")
     r1 = c.req("GET", "/api/v1/nodes")
     rc, out, err = S.ctl("faults")
