@@ -44,13 +44,9 @@
 #include "../core/opt.h"
 #include "../core/pci.h"
 #include "../core/pgpu.h"
-#include "../core/sysfs.h"
 #include "../core/version.h"
-#include "../core/yaml.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdint.h>
