@@ -1,6 +1,7 @@
 /* pgpu_scan: each device's PhysicalGPU labels and status, and the node's (pgpu.h). */
 #include "pgpu.h"
 
+#include "attr.h"
 #include "err.h"
 #include "labels.h"
 #include "pci.h"
@@ -53,6 +54,18 @@ static ssize_t host_file(const struct hostfs *h, const char *rel, size_t cap, ch
 	return sysfs_read_alloc(AT_FDCWD, path, cap, out);
 }
 
+/* A host attribute (through hostfs) into buf with core/attr's bounded
+ * reader: its length or a negative fb_err. */
+static ssize_t host_attr(const struct hostfs *h, const char *rel, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+
+	buf[0] = '\0';
+	if (hostfs_resolve(h, rel, path, sizeof(path)) < 0)
+		return -FB_E2BIG;
+	return attr_read(AT_FDCWD, path, buf, size, 0);
+}
+
 static int json_set_int(struct json *o, const char *key, long long v)
 {
 	return json_set_take(o, key, json_new_number((double)v));
@@ -81,17 +94,15 @@ static int bare_metal(const struct hostfs *h)
 	if (virt)
 		return 0;
 	for (size_t f = 0; f < 2; f++) {
-		char *t = NULL;
-		ssize_t m = host_file(h, files[f], sizeof(dmi[f]), &t);
+		ssize_t m = host_attr(h, files[f], dmi[f], sizeof(dmi[f]));
 
-		if (m > 0) {
-			for (ssize_t i = 0; i < m; i++)
-				dmi[f][i] = (char)tolower((unsigned char)t[i]);
-			dmi[f][m] = '\0';
-			while (m > 0 && isspace((unsigned char)dmi[f][m - 1]))
-				dmi[f][--m] = '\0';
-		}
-		free(t);
+		if (m < 0)
+			m = 0;
+		for (ssize_t i = 0; i < m; i++)
+			dmi[f][i] = (char)tolower((unsigned char)dmi[f][i]);
+		dmi[f][m] = '\0';
+		while (m > 0 && isspace((unsigned char)dmi[f][m - 1]))
+			dmi[f][--m] = '\0';
 	}
 	if (!dmi[0][0] && !dmi[1][0])
 		return -1;
@@ -152,11 +163,10 @@ struct json *pgpu_node_info(const struct hostfs *h, const char *node, const stru
 		goto nomem;
 	}
 	os = NULL;
-	if (host_file(h, "proc/sys/kernel/osrelease", 256, &text) > 0) {
-		text[strcspn(text, "\n")] = '\0';
-		json_set_str(ni, "kernelRelease", text);
+	if (host_attr(h, "proc/sys/kernel/osrelease", v, sizeof(v)) > 0) {
+		v[strcspn(v, "\n")] = '\0';
+		json_set_str(ni, "kernelRelease", v);
 	}
-	free(text);
 	if (bm >= 0)
 		json_set_take(ni, "bareMetal", json_new_bool(bm));
 	return ni;
