@@ -189,15 +189,10 @@ static void on_event(void *ctx, const char *type, const struct json *object)
 		LOG_E(in->c.log, "%s event: %s", in->c.what, rc == -FB_ENOMEM ? "out of memory" : fb_strerror(rc));
 }
 
-static void on_end(void *ctx, enum kube_watch_end why, const struct fb_errinfo *ei)
+static void ended(struct informer *in, enum kube_watch_end why, const char *msg)
 {
-	struct informer *in = ctx;
 	long long lived = in->ops->now_ms(in->tp) - in->watch_ms;
-	char msg[1300] = "";
 
-	/* ei lives in the watch: read it before the watch goes */
-	if (why == KUBE_WATCH_FAILED && ei)
-		fb_errinfo_str(ei, msg, sizeof(msg));
 	snprintf(in->rv, sizeof(in->rv), "%s", in->ops->watch_rv(in->w));
 	stop_watch(in);
 	if (in->ops->stopping(in->tp))
@@ -232,6 +227,22 @@ static void on_end(void *ctx, enum kube_watch_end why, const struct fb_errinfo *
 	}
 }
 
+static void on_end(void *ctx, enum kube_watch_end why, const struct fb_errinfo *ei)
+{
+	struct informer *in = ctx;
+	char msg[1300] = "";
+
+	/* ei lives in the watch (or the caller's stack): read it now */
+	if (why == KUBE_WATCH_FAILED && ei)
+		fb_errinfo_str(ei, msg, sizeof(msg));
+	if (!in->w) { /* inside watch_start: finished there, once *w is known */
+		in->early_end = 1 + (int)why;
+		snprintf(in->early_msg, sizeof(in->early_msg), "%s", msg);
+		return;
+	}
+	ended(in, why, msg);
+}
+
 static void watch(struct informer *in)
 {
 	struct fb_errinfo ei;
@@ -240,7 +251,13 @@ static void watch(struct informer *in)
 
 	fb_errinfo_init(&ei);
 	in->watch_ms = in->ops->now_ms(in->tp);
+	in->early_end = 0;
 	rc = in->ops->watch_start(in->tp, &in->w, in->path, in->rv, on_event, on_end, in, &ei);
+	if (rc == 0 && in->early_end) {
+		snprintf(msg, sizeof(msg), "%s", in->early_msg);
+		ended(in, (enum kube_watch_end)(in->early_end - 1), msg);
+		return;
+	}
 	if (rc < 0) {
 		in->w = NULL;
 		if (rc == -FB_ECANCELED || in->ops->stopping(in->tp))

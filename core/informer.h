@@ -40,8 +40,10 @@ struct informer_ops {
 	/* kube_list_pages: items a page at a time, rv the list's resourceVersion */
 	int (*list)(void *tp, const char *path, kube_page_fn fn, void *ctx, char *rv, size_t rv_size,
 		    struct fb_errinfo *ei);
-	/* kube_watch_start: 0 and *w, or a negative fb_err (ei says what); end
-	 * is called later, never from inside watch_start */
+	/* kube_watch_start: 0 and *w, or a negative fb_err (ei says what).
+	 * Events and even end may come from inside watch_start (bytes that
+	 * came with the headers), before *w is known: end must then leave
+	 * the watch to the caller, who frees it */
 	int (*watch_start)(void *tp, void **w, const char *path, const char *rv, kube_watch_event_fn event,
 			   kube_watch_end_fn end, void *ctx, struct fb_errinfo *ei);
 	const char *(*watch_rv)(const void *w);    /* events and bookmarks seen */
@@ -92,6 +94,8 @@ struct informer {
 	int fresh;               /* the watch started from a list just made */
 	int timer;               /* the pending retry, 0 when none */
 	int in_event;            /* inside apply/delete of an event */
+	int early_end;           /* 1 + why: the watch ended inside watch_start */
+	char early_msg[1300];    /* and why it failed */
 	int started, synced, failing;
 };
 

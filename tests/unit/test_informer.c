@@ -34,6 +34,7 @@ struct fake {
 	char list_path[256];
 	/* watches */
 	int watch_rc, watches;
+	int end_in_start;              /* 1 + why: the watch ends inside watch_start */
 	char watch_rv[64];             /* the rv the last watch started from */
 	struct fwatch *w;              /* the open one */
 	int frees;
@@ -111,6 +112,15 @@ static int f_watch_start(void *tp, void **w, const char *path, const char *rv, k
 	fw->end = end;
 	fw->ctx = ctx;
 	f->w = fw;
+	if (f->end_in_start) { /* as kube_watch_start with bytes after the headers */
+		int why = f->end_in_start - 1;
+		struct fb_errinfo e2;
+
+		f->end_in_start = 0;
+		fb_errinfo_init(&e2);
+		fb_errinfo_set(&e2, FB_ECLOSED, 0, "watch", "closed with the headers");
+		end(ctx, (enum kube_watch_end)why, &e2);
+	}
 	*w = fw;
 	return 0;
 }
@@ -484,6 +494,22 @@ int main(void)
 	T_INT("... the watch still there", informer_watching(&in), 1);
 	T_INT("... from a 0 ms timer", (int)fire(&f), 0);
 	T_STR("... listed", f.rec, "a:n6 b p a:n1 a:n2 p a:n3 e+w");
+	informer_free(&in);
+
+	/* the stream ends inside watch_start (bytes after the headers) */
+	setup(&f, &in, &lg);
+	f.end_in_start = 1 + KUBE_WATCH_FAILED;
+	informer_start(&in);
+	T_INT("ended inside watch_start: freed", f.frees, 1);
+	T_INT("... not watching", informer_watching(&in), 0);
+	T_INT("... a retry", timers_live(&f), 1);
+	fire(&f);
+	T_INT("... then watches", informer_watching(&in), 1);
+	T_STR("... from the list's rv", f.watch_rv, "10");
+	f.now += INFORMER_QUICK_MS;
+	f.end_in_start = 1 + KUBE_WATCH_EXPIRED;
+	end(&f, KUBE_WATCH_CLOSED);
+	T_INT("410 inside watch_start: listed again", f.lists, 2);
 	informer_free(&in);
 
 	/* cancel stops everything; SIGTERM stops retries */
