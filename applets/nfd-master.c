@@ -281,6 +281,7 @@ struct minf {                  /* one of the master's informers (core/informer) 
 	void (*begin)(struct master *m);
 	void (*end)(struct master *m);
 	int synced;                    /* listed once (INF_NS without a selector: from the start) */
+	int was;                       /* synced before the list that just ended */
 	struct master *m;
 };
 
@@ -1830,17 +1831,25 @@ static void inf_page(void *ctx)
 	lease_poll(in->m->lease); /* a long list must not cost the lease */
 }
 
-/* A list completed and its watch started. */
+/* A list completed; its watch has not started yet. */
 static void inf_end(void *ctx)
 {
 	struct minf *in = ctx;
-	struct master *m = in->m;
-	int was = in->synced;
 
-	in->end(m);
+	in->was = in->synced;
+	in->end(in->m);
 	in->synced = 1;
-	if (!was)
-		LOG_I(&m->log, "%ss listed (resourceVersion %s)", in->what, informer_rv(&in->i));
+	if (!in->was)
+		LOG_I(&in->m->log, "%ss listed (resourceVersion %s)", in->what, informer_rv(&in->i));
+}
+
+/* ... and its watch started. */
+static void inf_started(void *ctx)
+{
+	struct minf *in = ctx;
+	struct master *m = in->m;
+	int was = in->was;
+
 	if (in == &m->inf[INF_NODE] && was)
 		gc(m); /* nodes gone while we were not watching */
 	if (!was && synced(m)) {
@@ -1893,7 +1902,7 @@ static int informers_setup(struct master *m, const char *ns_query)
 		struct minf *in = &m->inf[i];
 		struct informer_conf c = { .what = what[i], .path = i == INF_NS ? ns_path : path[i],
 					   .log = &m->log, .ctx = in, .begin = inf_begin, .apply = inf_apply,
-					   .delete = inf_delete, .end = inf_end, .page = inf_page,
+					   .delete = inf_delete, .end = inf_end, .started = inf_started, .page = inf_page,
 					   .seed = seed + (unsigned)i };
 
 		in->what = what[i];

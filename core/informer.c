@@ -314,9 +314,11 @@ static void list(struct informer *in)
 	in->synced = 1;
 	in->fresh = 1;
 	snprintf(in->rv, sizeof(in->rv), "%s", rv);
-	watch(in);
 	if (in->c.end)
 		in->c.end(in->c.ctx);
+	watch(in);
+	if (in->c.started)
+		in->c.started(in->c.ctx);
 }
 
 void informer_start(struct informer *in)

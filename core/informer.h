@@ -67,9 +67,12 @@ struct informer_conf {
 	 * negative fb_err fails a list (retried); for an event it is logged */
 	int (*apply)(void *ctx, const struct json *obj);
 	int (*delete)(void *ctx, const struct json *obj); /* DELETED events; may be NULL */
-	/* a list completed and the watch from its resourceVersion was started
-	 * (informer_watching says whether that worked); may be NULL */
+	/* a list completed, before the watch from its resourceVersion starts
+	 * (no event comes between the list and end); may be NULL */
 	void (*end)(void *ctx);
+	/* then that watch was started (informer_watching says whether that
+	 * worked, else a retry is pending); may be NULL */
+	void (*started)(void *ctx);
 	void (*page)(void *ctx); /* before each listed page (a lease to renew); may be NULL */
 	unsigned seed;           /* for the backoff's jitter */
 };

@@ -285,6 +285,13 @@ static void cb_end(void *ctx)
 	rec(f, informer_watching(f->in) ? "e+w" : "e");
 }
 
+static void cb_started(void *ctx)
+{
+	struct fake *f = ctx;
+
+	rec(f, informer_watching(f->in) ? "s+w" : "s");
+}
+
 static void cb_page(void *ctx)
 {
 	rec(ctx, "p");
@@ -298,7 +305,7 @@ static void setup(struct fake *f, struct informer *in, struct fb_log *lg)
 {
 	struct informer_conf c = { .what = "Thing", .path = "/api/v1/things?labelSelector=a%3Db",
 				   .log = lg, .ctx = f, .begin = cb_begin, .apply = cb_apply,
-				   .delete = cb_delete, .end = cb_end, .page = cb_page, .seed = 42 };
+				   .delete = cb_delete, .end = cb_end, .started = cb_started, .page = cb_page, .seed = 42 };
 
 	memset(f, 0, sizeof(*f));
 	f->pages = PAGES;
@@ -332,7 +339,7 @@ int main(void)
 	setup(&f, &in, &lg);
 	T_INT("nothing before start", f.lists + f.watches + timers_live(&f), 0);
 	informer_start(&in);
-	T_STR("list: begin, pages, end after the watch", f.rec, "b p a:n1 a:n2 p a:n3 e+w");
+	T_STR("list: begin, pages, end, then the watch", f.rec, "b p a:n1 a:n2 p a:n3 e s+w");
 	T_STR("list: the path as given", f.list_path, "/api/v1/things?labelSelector=a%3Db");
 	T_INT("one list", f.lists, 1);
 	T_INT("one watch", f.watches, 1);
@@ -377,7 +384,7 @@ int main(void)
 	f.now += INFORMER_QUICK_MS;
 	end(&f, KUBE_WATCH_EXPIRED);
 	T_INT("410: listed again at once", f.lists, 2);
-	T_STR("... begin, the new list, end", f.rec, "b p a:n2 e+w");
+	T_STR("... begin, the new list, end", f.rec, "b p a:n2 e s+w");
 	T_STR("... watch from the new list's rv", f.watch_rv, "30");
 	T_INT("... no timer", timers_live(&f), 0);
 
@@ -453,7 +460,7 @@ int main(void)
 	f.fail_after = -1;
 	f.restart = 1;
 	fire(&f);
-	T_STR("a list restarted from scratch: begin again", f.rec, "b p a:n1 a:n2 b p a:n1 a:n2 p a:n3 e+w");
+	T_STR("a list restarted from scratch: begin again", f.rec, "b p a:n1 a:n2 b p a:n1 a:n2 p a:n3 e s+w");
 	T_INT("... synced", informer_synced(&in), 1);
 	T_INT("... failing 0", informer_failing(&in), 0);
 	T_INT("... no timer", timers_live(&f), 0);
@@ -476,7 +483,7 @@ int main(void)
 	f.watch_rc = FB_ECLOSED;
 	informer_start(&in);
 	T_INT("watch start error: synced, ended, not watching", informer_synced(&in) * 10 + informer_watching(&in), 10);
-	T_STR("... end says so", f.rec, "b p a:n1 a:n2 p a:n3 e");
+	T_STR("... end says so", f.rec, "b p a:n1 a:n2 p a:n3 e s");
 	T_INT("... a retry", timers_live(&f), 1);
 	f.watch_rc = 0;
 	fire(&f);
@@ -484,7 +491,7 @@ int main(void)
 	T_STR("... from the list's rv", f.watch_rv, "10");
 	f.rec[0] = '\0';
 	informer_start(&in);
-	T_STR("start while watching: lists again", f.rec, "b p a:n1 a:n2 p a:n3 e+w");
+	T_STR("start while watching: lists again", f.rec, "b p a:n1 a:n2 p a:n3 e s+w");
 	T_INT("... the old watch freed", f.frees, 1);
 	/* a start from inside an event callback runs from a timer */
 	f.rec[0] = '\0';
@@ -493,7 +500,7 @@ int main(void)
 	T_STR("start from an event: not at once", f.rec, "a:n6");
 	T_INT("... the watch still there", informer_watching(&in), 1);
 	T_INT("... from a 0 ms timer", (int)fire(&f), 0);
-	T_STR("... listed", f.rec, "a:n6 b p a:n1 a:n2 p a:n3 e+w");
+	T_STR("... listed", f.rec, "a:n6 b p a:n1 a:n2 p a:n3 e s+w");
 	informer_free(&in);
 
 	/* the stream ends inside watch_start (bytes after the headers) */
