@@ -41,6 +41,7 @@
 #include "../core/featfile.h"
 #include "../core/hostfs.h"
 #include "../core/json.h"
+#include "../core/informer.h"
 #include "../core/kube.h"
 #include "../core/labels.h"
 #include "../core/log.h"
@@ -266,13 +267,12 @@ struct ctl {
 	const char *dtb, *prefix, *node;
 	struct kube *k;
 	struct loop *l;
-	struct kube_watch *w;
+	struct informer inf;    /* the Node, listed and watched (a field-selected collection) */
+	int listing, found;     /* inside a list; it had the Node */
 	struct json *desired;   /* {"prefix/name": "count"}, owned; NULL while unknown */
 	struct json *labels;    /* the Node's labels as last seen, owned; NULL while unknown */
-	char rv[64];            /* the Node's resourceVersion as last seen */
-	char path[512], watch_path[600];
-	long long watch_start_ms;
-	struct kube_backoff bo;
+	char path[512];
+	struct kube_backoff bo; /* retries of a failed patch */
 	long long resync_ms;
 	int retry_timer;
 	int failed;             /* --oneshot: the result */
@@ -318,7 +318,6 @@ static void remember_node(struct ctl *c, const struct json *node)
 
 	json_free(c->labels);
 	c->labels = labels ? json_dup(labels) : json_new_object();
-	snprintf(c->rv, sizeof(c->rv), "%s", json_get_str(md, "resourceVersion", ""));
 }
 
 /* Patches the labels that differ from c->desired. Returns 0 (also when
@@ -401,128 +400,80 @@ static void schedule_retry(struct ctl *c, const char *why)
 	schedule(c, wait, ctl_sync);
 }
 
-static void on_event(void *ctx, const char *type, const struct json *object)
+/* The Node through core/informer: each list is checked for the Node and
+ * patched, and each watch event too unless a retry is pending. */
+static void on_begin(void *ctx)
 {
 	struct ctl *c = ctx;
 
-	if (strcmp(type, "DELETED") == 0) {
-		LOG_W(&c->s->log, "node %s was deleted; waiting for it to come back", c->node);
-		json_free(c->labels);
-		c->labels = NULL;
-		return;
-	}
+	c->listing = 1;
+	c->found = 0;
+}
+
+static int on_apply(void *ctx, const struct json *object)
+{
+	struct ctl *c = ctx;
+
 	remember_node(c, object);
+	if (c->listing) {
+		c->found = 1;
+		return 0;
+	}
 	if (c->retry_timer) /* backing off: the pending retry reconciles */
-		return;
+		return 0;
 	if (reconcile(c) < 0 && !loop_signal(c->l))
 		schedule_retry(c, "patching the node failed");
+	return 0;
 }
 
-static void start_watch(struct ctl *c);
-
-static void rewatch(void *ctx)
+static int on_delete(void *ctx, const struct json *object)
 {
 	struct ctl *c = ctx;
 
-	c->retry_timer = 0;
-	start_watch(c);
+	(void)object;
+	LOG_W(&c->s->log, "node %s was deleted; waiting for it to come back", c->node);
+	json_free(c->labels);
+	c->labels = NULL;
+	return 0;
 }
 
-/* A stream that lived a while earns a fresh backoff; one that ended at once
- * (a proxy closing it, a server in trouble) makes the next attempt wait. */
-static void on_end(void *ctx, enum kube_watch_end why, const struct fb_errinfo *ei)
+/* A list completed (the watch from it started): patch what differs. */
+static void on_listed(void *ctx)
 {
 	struct ctl *c = ctx;
-	long long lived = loop_now_ms() - c->watch_start_ms;
-	char msg[1200];
+	char msg[600];
 
-	if (c->w && kube_watch_rv(c->w)[0])
-		snprintf(c->rv, sizeof(c->rv), "%s", kube_watch_rv(c->w));
-	kube_watch_free(c->w);
-	c->w = NULL;
-	if (loop_signal(c->l))
-		return;
-	if (lived >= 30000)
-		kube_backoff_reset(&c->bo);
-	switch (why) {
-	case KUBE_WATCH_CLOSED: /* the usual timeoutSeconds end: carry on from where it was */
-		LOG_V(&c->s->log, 2, "watch of node %s ended after %lld ms; re-watching from %s", c->node,
-		      lived, c->rv);
-		schedule(c, lived < 10000 ? kube_backoff_next(&c->bo) : 0, rewatch);
-		break;
-	case KUBE_WATCH_EXPIRED:
-		LOG_I(&c->s->log, "watch of node %s expired; listing it again", c->node);
-		c->rv[0] = '\0';
-		schedule(c, lived < 10000 ? kube_backoff_next(&c->bo) : 0, ctl_sync);
-		break;
-	case KUBE_WATCH_FAILED:
-		snprintf(msg, sizeof(msg), "watch of node %s failed: ", c->node);
-		if (ei)
-			fb_errinfo_str(ei, msg + strlen(msg), sizeof(msg) - strlen(msg));
-		c->rv[0] = '\0';
-		schedule_retry(c, msg);
-		break;
-	}
-}
-
-static void start_watch(struct ctl *c)
-{
-	struct fb_errinfo ei;
-	char msg[1200];
-	int rc;
-
-	if (c->w)
-		return;
-	fb_errinfo_init(&ei);
-	c->watch_start_ms = loop_now_ms();
-	rc = kube_watch_start(&c->w, c->k, c->l, c->watch_path, c->rv, on_event, on_end, c, &ei);
-	if (rc < 0 && rc != -FB_ECANCELED) {
-		snprintf(msg, sizeof(msg), "watching node %s: ", c->node);
-		fb_errinfo_str(&ei, msg + strlen(msg), sizeof(msg) - strlen(msg));
-		schedule_retry(c, msg);
-	}
-}
-
-/* Lists the Node (a field-selected list, so the watch starts from the list's
- * current resourceVersion, not from the node's possibly ancient one), patches
- * what differs, and watches from there. */
-static void ctl_sync(void *ctx)
-{
-	struct ctl *c = ctx;
-	struct json *items = NULL;
-	struct fb_errinfo ei;
-	char msg[1200], rv[64];
-	int rc;
-
-	loop_timer_cancel(c->l, c->retry_timer);
-	c->retry_timer = 0;
-	kube_watch_free(c->w); /* a resync may find one still open */
-	c->w = NULL;
-	fb_errinfo_init(&ei);
-	rc = kube_list(c->k, c->watch_path, &items, rv, sizeof(rv), &ei);
-	if (rc == -FB_ECANCELED)
-		return;
-	if (rc < 0) {
-		snprintf(msg, sizeof(msg), "reading node %s: ", c->node);
-		fb_errinfo_str(&ei, msg + strlen(msg), sizeof(msg) - strlen(msg));
-		schedule_retry(c, msg);
-		return;
-	}
-	if (json_count(items) != 1) {
-		json_free(items);
+	c->listing = 0;
+	if (!c->found) {
 		snprintf(msg, sizeof(msg), "node %s not found", c->node);
 		schedule_retry(c, msg);
 		return;
 	}
-	remember_node(c, json_at(items, 0));
-	json_free(items);
-	snprintf(c->rv, sizeof(c->rv), "%s", rv);
-	if (reconcile(c) < 0) {
-		if (!loop_signal(c->l))
-			schedule_retry(c, "patching the node failed");
-		return;
-	}
-	start_watch(c);
+	if (reconcile(c) < 0 && !loop_signal(c->l))
+		schedule_retry(c, "patching the node failed");
+}
+
+/* Lists the Node again (a field-selected list, so the watch starts from the
+ * list's current resourceVersion, not from the node's possibly ancient
+ * one), patches what differs, and watches from there. */
+static void ctl_sync(void *ctx)
+{
+	struct ctl *c = ctx;
+
+	loop_timer_cancel(c->l, c->retry_timer);
+	c->retry_timer = 0;
+	informer_start(&c->inf);
+}
+
+static int ctl_watch_setup(struct ctl *c)
+{
+	char path[600];
+	struct informer_conf ic = { .what = "Node", .path = path, .log = &c->s->log, .ctx = c,
+				    .begin = on_begin, .apply = on_apply, .delete = on_delete, .end = on_listed,
+				    .seed = (unsigned)getpid() + 1 };
+
+	snprintf(path, sizeof(path), "/api/v1/nodes?fieldSelector=metadata.name%%3D%s", c->node);
+	return informer_setup_kube(&c->inf, c->k, c->l, &ic);
 }
 
 /* Re-reads the devicetree and re-asserts. Against the watched copy of the
@@ -540,7 +491,7 @@ static void on_resync(void *ctx)
 	}
 	if (c->retry_timer) /* backing off: the pending retry does the work */
 		return;
-	if (!c->labels || !c->w || loop_now_ms() - kube_watch_last_ms(c->w) > c->resync_ms)
+	if (!c->labels || !informer_watching(&c->inf) || loop_now_ms() - informer_last_ms(&c->inf) > c->resync_ms)
 		ctl_sync(c);
 	else if (reconcile(c) < 0 && !loop_signal(c->l))
 		schedule_retry(c, "patching the node failed");
@@ -577,7 +528,6 @@ static int run_controller(struct dtl *s, const struct hostfs *h, const char *dtb
 		return 2;
 	}
 	snprintf(c.path, sizeof(c.path), "/api/v1/nodes/%s", c.node);
-	snprintf(c.watch_path, sizeof(c.watch_path), "/api/v1/nodes?fieldSelector=metadata.name%%3D%s", c.node);
 	fb_errinfo_init(&ei);
 	kube_opts_init(&ko);
 	ko.kubeconfig = kubeconfig;
@@ -590,6 +540,7 @@ static int run_controller(struct dtl *s, const struct hostfs *h, const char *dtb
 	if (rc < 0)
 		goto fail;
 	kube_backoff_init(&c.bo, ko.backoff_base_ms, ko.backoff_max_ms, (unsigned)getpid());
+	ctl_watch_setup(&c);
 	c.desired = desired_labels(&c);
 	if (oneshot) {
 		struct kube_result res;
@@ -620,7 +571,7 @@ fail:
 	fb_errinfo_str(&ei, msg, sizeof(msg));
 	LOG_E(&s->log, "%s", msg);
 done:
-	kube_watch_free(c.w);
+	informer_free(&c.inf);
 	json_free(c.desired);
 	json_free(c.labels);
 	kube_free(c.k);

@@ -33,6 +33,7 @@
 #include "../core/err.h"
 #include "../core/hostfs.h"
 #include "../core/http.h"
+#include "../core/informer.h"
 #include "../core/ids.h"
 #include "../core/json.h"
 #include "../core/kube.h"
@@ -43,13 +44,9 @@
 #include "../core/opt.h"
 #include "../core/pci.h"
 #include "../core/pgpu.h"
-#include "../core/sysfs.h"
 #include "../core/version.h"
-#include "../core/yaml.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdint.h>
@@ -68,12 +65,7 @@ static const char usage[] =
 	"and label the Node gpu.deckhouse.io/vendor=VENDOR. --oneshot --no-publish prints\n"
 	"the devices as JSON instead.\n";
 
-#define GROUP PGPU_GROUP
 #define DEFAULT_CM "gpu-supported-vendors"
-#define VMAP_MAX 32       /* vendors */
-#define VMAP_IDS 16       /* ids per vendor */
-#define VMAP_CLASSES 16
-#define VENDOR_NAME_MAX 57 /* "<vendor>.count" must be a label name */
 #define DEBOUNCE_MS 1000
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -82,22 +74,11 @@ static const char usage[] =
 #define FREE_AT_EXIT(x) ((void)0)
 #endif
 
-/* The vendor map: which devices are ours and under which vendor name. */
-struct vmap {
-	size_t n, ncls;
-	struct {
-		char name[VENDOR_NAME_MAX + 1];
-		unsigned id[VMAP_IDS];
-		size_t nid;
-	} v[VMAP_MAX];
-	char cls[VMAP_CLASSES][7]; /* hex prefixes of the class code: "03", "0b40" */
-};
-
 struct agent {
 	struct fb_log log;
 	struct hostfs h;
 	struct ids *ids;
-	struct vmap vm;
+	struct pgpu_vmap vm;
 	int vm_ready;             /* the ConfigMap (or its absence) has been read */
 	const char *vendors_file;
 	char node[254], cm_ns[254], cm_name[254];
@@ -109,623 +90,15 @@ struct agent {
 	int m_devices, m_syncs, m_errors, m_build;
 	struct json *server;      /* our PhysicalGPUs as the server has them, name -> object; owned; NULL: list first */
 	struct json *node_labels; /* our labels on the Node as last seen, owned; NULL: GET first */
-	struct kube_watch *cmw;   /* the ConfigMap watch */
-	char cm_rv[64];           /* resume the watch from here; "": list first */
-	long long cm_watch_ms;    /* when the ConfigMap watch started */
-	int cm_fails;             /* failed watches in a row with no event */
+	struct informer cm;       /* the vendors ConfigMap, listed and watched */
+	int cm_listing, cm_seen, cm_changed; /* during a list: the map was in it; it changed */
+	int in_pass;              /* a pass is running: it uses a changed map itself */
 	long long resync_ms;
-	int retry_timer, debounce_timer, cm_timer;
+	int retry_timer, debounce_timer;
 	struct kube_backoff bo;
-	struct kube_backoff cmbo; /* the ConfigMap watch's own: reset by a watch that lived 30 s */
 	int nl_fd;
 	int ready;
 };
-
-/* ---- small helpers ------------------------------------------------------ */
-
-/* The device label value: the part inside the first [...] of the pci.ids
- * name when there is one ("GA100GL [A30 PCIe]" -> "a30-pcie"), else the
- * whole name; the device id without a name. */
-static void device_label(const char *name, const char *id, char *out)
-{
-	char buf[256];
-	const char *o = name ? strchr(name, '[') : NULL, *c = o ? strchr(o, ']') : NULL;
-
-	if (o && c && c > o + 1) {
-		snprintf(buf, sizeof(buf), "%.*s", (int)(c - o - 1), o + 1);
-		name = buf;
-	}
-	pgpu_normalise(name && *name ? name : id, out, LABELS_NAME_MAX);
-	if (!*out)
-		pgpu_normalise(id, out, LABELS_NAME_MAX);
-}
-
-static void now_rfc3339(char *out, size_t size)
-{
-	time_t t = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-/* Reads a small host file (through hostfs, symlinks re-rooted) into a new
- * buffer. Returns its length or a negative fb_err. */
-static ssize_t host_file(const struct hostfs *h, const char *rel, size_t cap, char **out)
-{
-	char path[PATH_MAX];
-
-	*out = NULL;
-	if (hostfs_resolve(h, rel, path, sizeof(path)) < 0)
-		return -FB_E2BIG;
-	return sysfs_read_alloc(AT_FDCWD, path, cap, out);
-}
-
-static int json_set_int(struct json *o, const char *key, long long v)
-{
-	return json_set_take(o, key, json_new_number((double)v));
-}
-
-/* ---- the vendor map ----------------------------------------------------- */
-
-static void vmap_default(struct vmap *vm)
-{
-	static const struct { const char *name; unsigned id; } d[] = {
-		{ "amd", 0x1002 }, { "intel", 0x8086 }, { "nvidia", 0x10de },
-	};
-
-	memset(vm, 0, sizeof(*vm));
-	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++) {
-		snprintf(vm->v[i].name, sizeof(vm->v[i].name), "%s", d[i].name);
-		vm->v[i].id[0] = d[i].id;
-		vm->v[i].nid = 1;
-	}
-	vm->n = sizeof(d) / sizeof(d[0]);
-	strcpy(vm->cls[0], "03");
-	strcpy(vm->cls[1], "12");
-	strcpy(vm->cls[2], "0b40");
-	vm->ncls = 3;
-}
-
-static int is_hex(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!isxdigit((unsigned char)s[i]))
-			return 0;
-	return 1;
-}
-
-/* Splits a comma list (spaces around items allowed) and calls fn on each
- * item; an empty list or item makes it fail. Returns 0 or -1. */
-static int each_item(const char *s, int (*fn)(void *ctx, const char *item, size_t len), void *ctx)
-{
-	if (!*s)
-		return -1;
-	for (;;) {
-		const char *e = strchr(s, ','), *end = e ? e : s + strlen(s);
-
-		while (s < end && *s == ' ')
-			s++;
-		while (end > s && end[-1] == ' ')
-			end--;
-		if (end == s || fn(ctx, s, (size_t)(end - s)) < 0)
-			return -1;
-		if (!e)
-			return 0;
-		s = e + 1;
-	}
-}
-
-static int add_id(void *ctx, const char *s, size_t len)
-{
-	unsigned *out = ctx;   /* out[0]: count, out[1..]: ids */
-	char buf[8];
-
-	if (len > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		s += 2;
-		len -= 2;
-	}
-	if (len != 4 || !is_hex(s, 4) || out[0] >= VMAP_IDS)
-		return -1;
-	memcpy(buf, s, 4);
-	buf[4] = '\0';
-	out[1 + out[0]++] = (unsigned)strtoul(buf, NULL, 16);
-	return 0;
-}
-
-static int add_class(void *ctx, const char *s, size_t len)
-{
-	struct vmap *vm = ctx;
-
-	if ((len != 2 && len != 4 && len != 6) || !is_hex(s, len) || vm->ncls >= VMAP_CLASSES)
-		return -1;
-	for (size_t i = 0; i < len; i++)
-		vm->cls[vm->ncls][i] = (char)tolower((unsigned char)s[i]);
-	vm->cls[vm->ncls++][len] = '\0';
-	return 0;
-}
-
-/* The map from a ConfigMap's data (or a vendors file's map): bad entries are
- * warned about and left out; no usable vendor leaves the map empty (nothing
- * is ours), a bad "classes" keeps the default classes. */
-static void vmap_from_data(struct vmap *vm, const struct json *data, const char *what,
-			   const struct fb_log *lg)
-{
-	struct vmap def;
-	char esc[128];
-
-	vmap_default(&def);
-	memset(vm, 0, sizeof(*vm));
-	for (const struct json *e = json_child(data); e; e = json_next(e)) {
-		const char *k = json_key(e), *v = json_str(e);
-		unsigned ids[1 + VMAP_IDS] = { 0 };
-
-		log_escape(k, strlen(k), esc, sizeof(esc));
-		if (!v) {
-			LOG_W(lg, "%s: \"%s\": not a string (entry ignored)", what, esc);
-			continue;
-		}
-		if (strcmp(k, "classes") == 0) {
-			if (each_item(v, add_class, vm) < 0) {
-				LOG_W(lg, "%s: classes: want a comma list of 2, 4 or 6 hex digits (default 03,12,0b40 used)",
-				      what);
-				vm->ncls = 0;
-			}
-			continue;
-		}
-		if (!labels_valid_name(k, strlen(k)) || strlen(k) > VENDOR_NAME_MAX) {
-			LOG_W(lg, "%s: vendor name \"%s\" is not a valid label value of at most %d characters (entry ignored)",
-			      what, esc, VENDOR_NAME_MAX);
-			continue;
-		}
-		if (each_item(v, add_id, ids) < 0) {
-			char ev[128];
-
-			LOG_W(lg, "%s: %s: \"%s\" is not a comma list of 4-hex PCI vendor IDs (entry ignored)", what,
-			      esc, log_escape(v, strlen(v), ev, sizeof(ev)));
-			continue;
-		}
-		if (vm->n >= VMAP_MAX) {
-			LOG_W(lg, "%s: more than %d vendors (%s ignored)", what, VMAP_MAX, esc);
-			continue;
-		}
-		snprintf(vm->v[vm->n].name, sizeof(vm->v[vm->n].name), "%s", k);
-		vm->v[vm->n].nid = ids[0];
-		memcpy(vm->v[vm->n].id, ids + 1, ids[0] * sizeof(unsigned));
-		vm->n++;
-	}
-	if (!vm->ncls) {
-		memcpy(vm->cls, def.cls, sizeof(def.cls));
-		vm->ncls = def.ncls;
-	}
-	if (!vm->n)
-		LOG_W(lg, "%s: no usable vendor: no device is a GPU", what);
-}
-
-static const char *vmap_vendor(const struct vmap *vm, unsigned id)
-{
-	for (size_t i = 0; i < vm->n; i++)
-		for (size_t j = 0; j < vm->v[i].nid; j++)
-			if (vm->v[i].id[j] == id)
-				return vm->v[i].name;
-	return NULL;
-}
-
-static int vmap_class(const struct vmap *vm, const char *cls)
-{
-	for (size_t i = 0; i < vm->ncls; i++)
-		if (strncmp(cls, vm->cls[i], strlen(vm->cls[i])) == 0)
-			return 1;
-	return 0;
-}
-
-/* --vendors-file: YAML or JSON, the data map itself or a whole ConfigMap. */
-static int vmap_load_file(struct vmap *vm, const char *path, const struct fb_log *lg)
-{
-	char *text = NULL, msg[600];
-	ssize_t n = sysfs_read_alloc(AT_FDCWD, path, 64 << 10, &text);
-	struct fb_errinfo ei;
-	struct json *doc;
-	const struct json *data;
-
-	fb_errinfo_init(&ei);
-	if (n < 0) {
-		LOG_E(lg, "--vendors-file %s: %s", path, fb_strerror((int)n));
-		return -1;
-	}
-	doc = yaml_parse(text, (size_t)n, path, &ei);
-	free(text);
-	if (!doc) {
-		LOG_E(lg, "--vendors-file: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-		return -1;
-	}
-	data = json_get(doc, "data") && json_type(json_get(doc, "data")) == JSON_OBJECT ? json_get(doc, "data") : doc;
-	if (json_type(data) != JSON_OBJECT) {
-		LOG_E(lg, "--vendors-file %s: not a map of vendor names to PCI vendor IDs", path);
-		json_free(doc);
-		return -1;
-	}
-	vmap_from_data(vm, data, path, lg);
-	json_free(doc);
-	return 0;
-}
-
-/* ---- discovery ---------------------------------------------------------- */
-
-static const char *const virt_words[] = {
-	"kvm", "qemu", "vmware", "virtualbox", "xen", "hv", "hyper-v", "microsoft", "openstack",
-	"amazon", "ec2", "google", "compute engine", "digitalocean", "parallels", "bhyve", "bochs",
-};
-
-/* 1 bare metal, 0 virtual, -1 unknown: the prototype's rule (cpuinfo's
- * hypervisor flag, then DMI vendor and product names). */
-static int bare_metal(const struct hostfs *h)
-{
-	char *text = NULL, dmi[2][256] = { "", "" };
-	static const char *const files[] = { "sys/devices/virtual/dmi/id/sys_vendor",
-					     "sys/devices/virtual/dmi/id/product_name" };
-	ssize_t n = host_file(h, "proc/cpuinfo", 16 << 20, &text);
-	int virt = 0;
-
-	for (ssize_t i = 0; n > 0 && i + 10 <= n && !virt; i++)
-		if (memcmp(text + i, "hypervisor", 10) == 0 && (i == 0 || !isalnum((unsigned char)text[i - 1])) &&
-		    (i + 10 == n || !isalnum((unsigned char)text[i + 10]) || text[i + 10] == '_'))
-			virt = text[i + 10] != '_';
-	free(text);
-	if (virt)
-		return 0;
-	for (size_t f = 0; f < 2; f++) {
-		char *t = NULL;
-		ssize_t m = host_file(h, files[f], sizeof(dmi[f]), &t);
-
-		if (m > 0) {
-			for (ssize_t i = 0; i < m; i++)
-				dmi[f][i] = (char)tolower((unsigned char)t[i]);
-			dmi[f][m] = '\0';
-			while (m > 0 && isspace((unsigned char)dmi[f][m - 1]))
-				dmi[f][--m] = '\0';
-		}
-		free(t);
-	}
-	if (!dmi[0][0] && !dmi[1][0])
-		return -1;
-	for (size_t i = 0; i < sizeof(virt_words) / sizeof(virt_words[0]); i++)
-		if (strstr(dmi[0], virt_words[i]) || strstr(dmi[1], virt_words[i]))
-			return 0;
-	return 1;
-}
-
-/* An os-release value, unquoted, into out ("" when absent). */
-static void os_release_value(const char *text, const char *key, char *out, size_t size)
-{
-	size_t kl = strlen(key);
-
-	out[0] = '\0';
-	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		const char *e = strchr(p, '\n');
-		size_t len;
-
-		if (strncmp(p, key, kl) != 0 || p[kl] != '=')
-			continue;
-		p += kl + 1;
-		len = e ? (size_t)(e - p) : strlen(p);
-		if (len >= 2 && (p[0] == '"' || p[0] == '\'') && p[len - 1] == p[0]) {
-			p++;
-			len -= 2;
-		}
-		snprintf(out, size, "%.*s", (int)len, p);
-		return;
-	}
-}
-
-/* status.nodeInfo: OS, kernel, bare metal. Owned by the caller. */
-static struct json *node_info(struct agent *a)
-{
-	struct json *ni = json_new_object(), *os = json_new_object();
-	char *text = NULL, v[256];
-	int bm = bare_metal(&a->h);
-
-	if (!ni || !os)
-		goto nomem;
-	json_set_str(ni, "nodeName", a->node);
-	if (host_file(&a->h, "etc/os-release", 64 << 10, &text) >= 0) {
-		static const char *const keys[][2] = { { "ID", "id" }, { "VERSION_ID", "version" },
-						      { "PRETTY_NAME", "name" } };
-
-		for (size_t i = 0; i < 3; i++) {
-			os_release_value(text, keys[i][0], v, sizeof(v));
-			if (*v)
-				json_set_str(os, keys[i][1], v);
-		}
-	} else {
-		LOG_W(&a->log, "etc/os-release: cannot read it (nodeInfo.os left empty)");
-	}
-	free(text);
-	if (json_set_take(ni, "os", os) < 0) {
-		os = NULL;
-		goto nomem;
-	}
-	os = NULL;
-	if (host_file(&a->h, "proc/sys/kernel/osrelease", 256, &text) > 0) {
-		text[strcspn(text, "\n")] = '\0';
-		json_set_str(ni, "kernelRelease", text);
-	}
-	free(text);
-	if (bm >= 0)
-		json_set_take(ni, "bareMetal", json_new_bool(bm));
-	return ni;
-nomem:
-	json_free(os);
-	json_free(ni);
-	return NULL;
-}
-
-static struct json *condition(const char *type, int ok, const char *reason, const char *msg)
-{
-	struct json *c = json_new_object();
-
-	if (c && (json_set_str(c, "type", type) < 0 || json_set_str(c, "status", ok ? "True" : "False") < 0 ||
-		  json_set_str(c, "reason", reason) < 0 || json_set_str(c, "message", msg) < 0)) {
-		json_free(c);
-		return NULL;
-	}
-	return c;
-}
-
-/* {id, name} with the name only when the database knows it. */
-static struct json *id_name(const char *idkey, const char *id, const char *name)
-{
-	struct json *o = json_new_object();
-
-	if (o && (json_set_str(o, idkey, id) < 0 || (name && json_set_str(o, "name", name) < 0))) {
-		json_free(o);
-		return NULL;
-	}
-	return o;
-}
-
-/* Reads the attributes pci_scan does not give us from the device
- * directory into pi, and the bound driver (the link, not uevent: it is what
- * a rebind changes) into driver ("" when unbound). Odd values are warned
- * about and left out. */
-static void device_extras(struct agent *a, const struct pci_dev *d, struct json *pi, char *driver,
-			  size_t dsize)
-{
-	char rel[64], buf[64], esc[96];
-	ssize_t n;
-	int fd;
-
-	driver[0] = '\0';
-	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s", d->addr);
-	fd = hostfs_open(&a->h, rel, O_RDONLY | O_DIRECTORY);
-	if (fd < 0)
-		return;
-	if ((n = sysfs_read(fd, "revision", buf, sizeof(buf))) >= 0) {
-		char hex[3];
-
-		if (pci_hex_norm_(buf, (size_t)n, 2, hex) == 0)
-			json_set_str(pi, "revision", hex);
-		else
-			LOG_W(&a->log, "pci %s: revision: malformed value \"%s\"", d->addr,
-			      log_escape(buf, (size_t)n, esc, sizeof(esc)));
-	}
-	n = sysfs_read(fd, "numa_node", buf, sizeof(buf));
-	if (n >= 0) {
-		char *end;
-		long v = strtol(buf, &end, 10);
-
-		if (end == buf || *end || v < -1 || v > 4095)
-			LOG_W(&a->log, "pci %s: numa_node: malformed value \"%s\"", d->addr,
-			      log_escape(buf, (size_t)n, esc, sizeof(esc)));
-		else if (v >= 0)
-			json_set_int(pi, "numaNode", v);
-	} else if (n != -FB_ENOENT) {
-		LOG_W(&a->log, "pci %s: numa_node: %s", d->addr, fb_strerror((int)n));
-	}
-	if (sysfs_link_base(fd, "iommu_group", buf, sizeof(buf)) > 0) {
-		char *end;
-		long v = strtol(buf, &end, 10);
-
-		if (end != buf && !*end && v >= 0)
-			json_set_int(pi, "iommuGroup", v);
-	}
-	if (sysfs_read(fd, "boot_vga", buf, sizeof(buf)) >= 0 && (buf[0] == '0' || buf[0] == '1') && !buf[1])
-		json_set_take(pi, "bootVGA", json_new_bool(buf[0] == '1'));
-	{
-		char speed[64];
-		ssize_t s = sysfs_read(fd, "current_link_speed", speed, sizeof(speed));
-		unsigned long width = 0;
-		int w = sysfs_read_dec(fd, "current_link_width", &width);
-
-		if (s == -FB_E2BIG || (w < 0 && w != -FB_ENOENT))
-			LOG_W(&a->log, "pci %s: current_link_speed/width: unusable value (link left out)", d->addr);
-		if (s > 0 && w == 0 && width <= 64 && strcmp(speed, "Unknown") != 0) {
-			struct json *lk = json_new_object();
-
-			if (lk && json_set_str(lk, "speed", speed) == 0 && json_set_int(lk, "width", (long long)width) == 0)
-				json_set_take(pi, "link", lk);
-			else
-				json_free(lk);
-		}
-	}
-	if (sysfs_link_base(fd, "driver", driver, dsize) < 0)
-		driver[0] = '\0';
-	close(fd);
-}
-
-/* One device's status (conditions without lastTransitionTime). Owned. */
-static struct json *device_status(struct agent *a, const struct pci_dev *d)
-{
-	struct json *st = json_new_object(), *pi = json_new_object(), *cs = json_new_object(),
-		    *conds = json_new_array(), *sub;
-	unsigned ven = (unsigned)strtoul(d->vendor, NULL, 16), dev = (unsigned)strtoul(d->device, NULL, 16);
-	unsigned sv = (unsigned)strtoul(d->subsystem_vendor, NULL, 16),
-		 sd = (unsigned)strtoul(d->subsystem_device, NULL, 16);
-	unsigned cls = (unsigned)strtoul(d->cls, NULL, 16) >> 8;
-	const char *cname = ids_class(a->ids, cls, 4), *sname;
-	char code[5], driver[64], msg[128];
-
-	if (!st || !pi || !cs || !conds)
-		goto nomem;
-	if (!cname)
-		cname = ids_class(a->ids, cls >> 8, 2);
-	memcpy(code, d->cls, 4);
-	code[4] = '\0';
-	json_set_str(pi, "address", d->addr);
-	json_set_take(pi, "class", id_name("code", code, cname));
-	json_set_take(pi, "vendor", id_name("id", d->vendor, ids_vendor(a->ids, ven)));
-	json_set_take(pi, "device", id_name("id", d->device, ids_device(a->ids, ven, dev)));
-	if ((sub = json_new_object())) {
-		json_set_str(sub, "vendor", d->subsystem_vendor);
-		json_set_str(sub, "device", d->subsystem_device);
-		if ((sname = ids_subsystem(a->ids, ven, dev, sv, sd)))
-			json_set_str(sub, "name", sname);
-		json_set_take(pi, "subsystem", sub);
-	}
-	device_extras(a, d, pi, driver, sizeof(driver));
-	if (*driver)
-		json_set_str(cs, "driver", driver);
-	json_set_str(cs, "driverType", pgpu_driver_type(driver));
-	json_append_take(conds, condition("Present", 1, "Discovered", "found in the PCI scan"));
-	snprintf(msg, sizeof(msg), "bound to %s", driver);
-	json_append_take(conds, *driver ? condition("DriverBound", 1, "Bound", msg)
-				       : condition("DriverBound", 0, "NoDriver", "no driver is bound"));
-	if (json_set_take(st, "nodeInfo", json_dup(a->node_info)) < 0)
-		goto nomem; /* pi is still ours: freed there */
-	if (json_set_take(st, "pciInfo", pi) < 0) {
-		pi = NULL;
-		goto nomem;
-	}
-	pi = NULL;
-	if (json_set_take(st, "currentState", cs) < 0) {
-		cs = NULL;
-		goto nomem;
-	}
-	cs = NULL;
-	if (json_set_take(st, "conditions", conds) < 0) {
-		conds = NULL;
-		goto nomem;
-	}
-	return st;
-nomem:
-	json_free(pi);
-	json_free(cs);
-	json_free(conds);
-	json_free(st);
-	return NULL;
-}
-
-/* Scans the host: an object name -> {"labels": {...}, "status": {...}} for
- * every device of the map, in address order. Owned; NULL when out of
- * memory or the bus could not be read (logged). */
-static struct json *discover(struct agent *a)
-{
-	struct pci_list pl;
-	struct fb_errinfo ei;
-	struct json *out = json_new_object();
-	char msg[600];
-
-	pci_list_init(&pl);
-	fb_errinfo_init(&ei);
-	if (!out)
-		return NULL;
-	if (pci_scan(&a->h, 0, &pl, &a->log, &ei) < 0) {
-		LOG_E(&a->log, "pci: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-		json_free(out);
-		return NULL;
-	}
-	for (size_t i = 0; i < pl.n; i++) {
-		const struct pci_dev *d = &pl.dev[i];
-		const char *vendor = vmap_vendor(&a->vm, (unsigned)strtoul(d->vendor, NULL, 16));
-		struct json *e, *lab, *st;
-		char name[PGPU_NAME_MAX + 1], devlab[LABELS_NAME_MAX + 1];
-
-		if (!vendor || !vmap_class(&a->vm, d->cls))
-			continue;
-		pgpu_name(a->node, d->addr, name);
-		st = device_status(a, d);
-		device_label(json_get_str(json_getv(st, "pciInfo", "device", NULL), "name", NULL), d->device, devlab);
-		e = json_new_object();
-		lab = json_new_object();
-		if (!st || !e || !lab || json_set_str(lab, GROUP "/node", a->node) < 0 ||
-		    json_set_str(lab, GROUP "/vendor", vendor) < 0 || json_set_str(lab, GROUP "/device", devlab) < 0 ||
-		    json_set_take(e, "labels", lab) < 0 || (lab = NULL, json_set_take(e, "status", st) < 0) ||
-		    (st = NULL, json_set_take(out, name, e) < 0)) {
-			json_free(lab);
-			json_free(st);
-			json_free(e);
-			json_free(out);
-			pci_list_free(&pl);
-			return NULL;
-		}
-	}
-	pci_list_free(&pl);
-	metrics_set(&a->m, a->m_devices, (double)json_count(out));
-	return out;
-}
-
-/* Gives every condition of want its lastTransitionTime: the one in have
- * when the condition's status did not change, else now. */
-static void condition_times(struct json *want, const struct json *have)
-{
-	char now[32];
-
-	now_rfc3339(now, sizeof(now));
-	for (struct json *c = json_child(json_get(want, "conditions")); c; c = json_next(c)) {
-		const char *t = NULL;
-
-		for (const struct json *h = json_child(json_get(have, "conditions")); h; h = json_next(h))
-			if (!strcmp(json_get_str(h, "type", ""), json_get_str(c, "type", "-")) &&
-			    !strcmp(json_get_str(h, "status", ""), json_get_str(c, "status", "-")))
-				t = json_get_str(h, "lastTransitionTime", NULL);
-		json_set_str(c, "lastTransitionTime", t ? t : now);
-	}
-}
-
-/* The Node labels for the devices found: vendor (most devices, ties by
- * name) and, with several vendors, <vendor>.count. Owned. */
-static struct json *node_labels_for(const struct json *want)
-{
-	struct json *counts = json_new_object(), *out = json_new_object();
-	const char *best = NULL;
-	long long bestn = 0;
-
-	if (!counts || !out) {
-		json_free(counts);
-		json_free(out);
-		return NULL;
-	}
-	for (const struct json *e = json_child(want); e; e = json_next(e)) {
-		const char *v = json_get_str(json_get(e, "labels"), GROUP "/vendor", "");
-		long long n = 0;
-
-		json_int(json_get(counts, v), &n);
-		json_set_int(counts, v, n + 1);
-	}
-	for (const struct json *c = json_child(counts); c; c = json_next(c)) {
-		long long n = 0;
-
-		json_int(c, &n);
-		if (!best || n > bestn || (n == bestn && strcmp(json_key(c), best) < 0)) {
-			best = json_key(c);
-			bestn = n;
-		}
-	}
-	if (best)
-		json_set_str(out, GROUP "/vendor", best);
-	if (json_count(counts) > 1)
-		for (const struct json *c = json_child(counts); c; c = json_next(c)) {
-			char key[128], v[24];
-			long long n = 0;
-
-			json_int(c, &n);
-			snprintf(key, sizeof(key), GROUP "/%s.count", json_key(c));
-			snprintf(v, sizeof(v), "%lld", n);
-			json_set_str(out, key, v);
-		}
-	json_free(counts);
-	return out;
-}
 
 /* ---- publishing --------------------------------------------------------- */
 
@@ -734,9 +107,9 @@ static int our_node_key(const char *k)
 {
 	size_t n = strlen(k);
 
-	if (strncmp(k, GROUP "/", sizeof(GROUP)) != 0)
+	if (strncmp(k, PGPU_GROUP "/", sizeof(PGPU_GROUP)) != 0)
 		return 0;
-	return strcmp(k, GROUP "/vendor") == 0 || (n > 6 && strcmp(k + n - 6, ".count") == 0);
+	return strcmp(k, PGPU_GROUP "/vendor") == 0 || (n > 6 && strcmp(k + n - 6, ".count") == 0);
 }
 
 static void remember_node(struct agent *a, const struct json *node)
@@ -801,7 +174,7 @@ static int list_ours(struct agent *a)
 	char msg[600];
 
 	fb_errinfo_init(&ei);
-	snprintf(path, sizeof(path), PGPU_PATH "?labelSelector=" GROUP "%%2Fnode%%3D%s", a->node);
+	snprintf(path, sizeof(path), PGPU_PATH "?labelSelector=" PGPU_GROUP "%%2Fnode%%3D%s", a->node);
 	if (!map || kube_list(a->k, path, &items, rv, sizeof(rv), &ei) < 0) {
 		if (map)
 			LOG_E(&a->log, "listing PhysicalGPUs: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
@@ -813,7 +186,7 @@ static int list_ours(struct agent *a)
 
 		/* the selector is the server's business; this guards against a
 		 * server that ignores it: never touch another node's objects */
-		if (n && !strcmp(json_get_str(json_getv(o, "metadata", "labels", NULL), GROUP "/node", ""), a->node))
+		if (n && !strcmp(json_get_str(json_getv(o, "metadata", "labels", NULL), PGPU_GROUP "/node", ""), a->node))
 			json_set_take(map, n, json_dup(o));
 	}
 	json_free(items);
@@ -882,7 +255,7 @@ static int sync_object(struct agent *a, const char *name, const struct json *wan
 	st = json_dup(json_get(want, "status"));
 	if (!st)
 		goto out;
-	condition_times(st, json_get(have, "status"));
+	pgpu_condition_times(st, json_get(have, "status"));
 	if (!json_equal(json_get(have, "status"), st)) {
 		struct json *op = json_new_object();
 
@@ -957,7 +330,7 @@ static int sync_node(struct agent *a, const struct json *want)
 	if (call(a, "PATCH", path, "application/merge-patch+json", patch, &node, "labelling the Node") != 200)
 		goto out;
 	LOG_I(&a->log, "labelled Node %s (gpu.deckhouse.io/vendor=%s)", a->node,
-	      json_get_str(want, GROUP "/vendor", "<none>"));
+	      json_get_str(want, PGPU_GROUP "/vendor", "<none>"));
 	remember_node(a, node);
 	rc = 0;
 out:
@@ -971,7 +344,7 @@ out:
  * dropped so the next try starts from the server's state. */
 static int sync_all(struct agent *a, const struct json *want)
 {
-	struct json *nl = node_labels_for(want);
+	struct json *nl = pgpu_node_labels(want);
 	int rc = 0;
 
 	if (!nl || (!a->server && list_ours(a) < 0)) {
@@ -1021,15 +394,15 @@ out:
 /* Takes the ConfigMap (NULL: it does not exist). Returns 1 when the map changed. */
 static int cm_apply(struct agent *a, const struct json *cm)
 {
-	struct vmap vm;
+	struct pgpu_vmap vm;
 	char what[600];
 
 	snprintf(what, sizeof(what), "ConfigMap %s/%s", a->cm_ns, a->cm_name);
 	if (cm) {
-		vmap_from_data(&vm, json_get(cm, "data"), what, &a->log);
+		pgpu_vmap_from_data(&vm, json_get(cm, "data"), what, &a->log);
 	} else {
 		LOG_W(&a->log, "%s not found: using the built-in vendors amd=1002, intel=8086, nvidia=10de", what);
-		vmap_default(&vm);
+		pgpu_vmap_default(&vm);
 	}
 	if (a->vm_ready && memcmp(&vm, &a->vm, sizeof(vm)) == 0)
 		return 0;
@@ -1042,64 +415,82 @@ static int cm_apply(struct agent *a, const struct json *cm)
 
 static void schedule(struct agent *a, long long ms);
 
-static void on_cm_event(void *ctx, const char *type, const struct json *obj)
+/* The ConfigMap through core/informer: a field-selected list and watch of
+ * the one name; a changed map read outside a pass schedules one. */
+static int cm_is_ours(const struct agent *a, const struct json *obj)
+{
+	return strcmp(json_get_str(json_get(obj, "metadata"), "name", ""), a->cm_name) == 0;
+}
+
+static void cm_begin(void *ctx)
 {
 	struct agent *a = ctx;
 
-	a->cm_fails = 0;
-	if (strcmp(json_get_str(json_get(obj, "metadata"), "name", ""), a->cm_name) != 0)
-		return;
-	if (cm_apply(a, strcmp(type, "DELETED") == 0 ? NULL : obj))
+	a->cm_listing = 1;
+	a->cm_seen = 0;
+	a->cm_changed = 0;
+}
+
+static void cm_changed(struct agent *a, int changed)
+{
+	if (changed && !a->in_pass)
 		schedule(a, 0);
 }
 
-static int cm_watch(struct agent *a, int from_pass);
-
-static void on_cm_timer(void *ctx)
+static int cm_event(void *ctx, const struct json *obj)
 {
 	struct agent *a = ctx;
 
-	a->cm_timer = 0;
-	if (!a->cmw && cm_watch(a, 0) < 0 && !loop_signal(a->l))
-		a->cm_timer = loop_timer(a->l, kube_backoff_next(&a->cmbo), on_cm_timer, a);
+	if (!cm_is_ours(a, obj))
+		return 0;
+	if (!a->cm_listing) { /* a watch event */
+		cm_changed(a, cm_apply(a, obj));
+		return 0;
+	}
+	a->cm_seen = 1;
+	a->cm_changed |= cm_apply(a, obj);
+	return 0;
 }
 
-/* The watch ended: watch again, from where it was unless the server said
- * 410 or three watches in a row failed with no event (the resourceVersion
- * may be the trouble): then list first. Only the watch is restarted, not a
- * scan and sync; a watch cut again and again (a proxy, a server in trouble)
- * backs off instead of looping, and only one that lived 30 s resets that
- * backoff. */
-static void on_cm_end(void *ctx, enum kube_watch_end why, const struct fb_errinfo *ei)
+static int cm_delete(void *ctx, const struct json *obj)
 {
 	struct agent *a = ctx;
-	long long lived = loop_now_ms() - a->cm_watch_ms;
-	char msg[600];
 
-	if (why != KUBE_WATCH_FAILED)
-		a->cm_fails = 0;
-	if (why == KUBE_WATCH_EXPIRED || (why == KUBE_WATCH_FAILED && ++a->cm_fails >= 3)) {
-		a->cm_rv[0] = '\0';
-		a->cm_fails = 0;
-	} else if (kube_watch_rv(a->cmw)[0])
-		snprintf(a->cm_rv, sizeof(a->cm_rv), "%s", kube_watch_rv(a->cmw));
-	if (why == KUBE_WATCH_FAILED)
-		LOG_W(&a->log, "ConfigMap watch: %s", fb_errinfo_str(ei, msg, sizeof(msg)));
-	kube_watch_free(a->cmw);
-	a->cmw = NULL;
-	if (loop_signal(a->l))
-		return;
-	if (lived >= 30000)
-		kube_backoff_reset(&a->cmbo);
-	loop_timer_cancel(a->l, a->cm_timer);
-	a->cm_timer = loop_timer(a->l, why == KUBE_WATCH_CLOSED && lived >= 10000 ? 0 : kube_backoff_next(&a->cmbo),
-				 on_cm_timer, a);
+	if (cm_is_ours(a, obj))
+		cm_changed(a, cm_apply(a, NULL));
+	return 0;
 }
 
-static void cm_path(const struct agent *a, char *path, size_t size, int list)
+static void cm_end(void *ctx)
 {
-	snprintf(path, size, "/api/v1/namespaces/%s/configmaps%s%s", a->cm_ns,
-		 list ? "?fieldSelector=metadata.name%3D" : "/", a->cm_name);
+	struct agent *a = ctx;
+	int changed = a->cm_changed;
+
+	a->cm_listing = 0;
+	if (!a->cm_seen)
+		changed |= cm_apply(a, NULL);
+	cm_changed(a, changed);
+}
+
+/* Starts the ConfigMap's informer (the first pass). Returns 0 when the
+ * map was read, -1 when the list failed (the informer retries it). */
+static int cm_start(struct agent *a)
+{
+	char path[700];
+	unsigned seed = (unsigned)time(NULL) ^ (unsigned)loop_now_ms();
+	struct informer_conf c = { .what = "ConfigMap", .path = path, .log = &a->log, .ctx = a,
+				   .begin = cm_begin, .apply = cm_event, .delete = cm_delete, .end = cm_end };
+
+	for (const char *p = a->node; *p; p++)
+		seed = seed * 31 + (unsigned char)*p;
+	c.seed = seed + 1;
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps?fieldSelector=metadata.name%%3D%s", a->cm_ns,
+		 a->cm_name);
+	informer_init(&a->cm);
+	if (informer_setup_kube(&a->cm, a->k, a->l, &c) < 0)
+		return -1;
+	informer_start(&a->cm);
+	return informer_synced(&a->cm) ? 0 : -1;
 }
 
 /* Reads the ConfigMap once (the --oneshot way). Returns 0 or -1. */
@@ -1109,7 +500,7 @@ static int cm_get(struct agent *a)
 	char path[700];
 	int s;
 
-	cm_path(a, path, sizeof(path), 0);
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s", a->cm_ns, a->cm_name);
 	s = call(a, "GET", path, NULL, NULL, &cm, "reading the vendors ConfigMap");
 	if (s == 200 || s == 404)
 		cm_apply(a, s == 200 ? cm : NULL);
@@ -1117,36 +508,15 @@ static int cm_get(struct agent *a)
 	return s == 200 || s == 404 ? 0 : -1;
 }
 
-/* Lists (when there is no resourceVersion to resume from) and watches the
- * ConfigMap; a changed map read outside a pass schedules one. Returns 0 or
- * -1 (logged). */
-static int cm_watch(struct agent *a, int from_pass)
+static struct json *discover(struct agent *a)
 {
-	char path[700], msg[600];
-	struct fb_errinfo ei;
+	struct pgpu_scan s = { .h = &a->h, .ids = a->ids, .vm = &a->vm, .node = a->node,
+			       .node_info = a->node_info, .log = &a->log };
+	struct json *out = pgpu_discover(&s);
 
-	fb_errinfo_init(&ei);
-	cm_path(a, path, sizeof(path), 1);
-	if (!a->cm_rv[0]) {
-		struct json *items = NULL;
-
-		if (kube_list(a->k, path, &items, a->cm_rv, sizeof(a->cm_rv), &ei) < 0) {
-			LOG_E(&a->log, "reading the vendors ConfigMap: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-			a->cm_rv[0] = '\0';
-			return -1;
-		}
-		if (cm_apply(a, json_at(items, 0)) && !from_pass)
-			schedule(a, 0);
-		json_free(items);
-	}
-	a->cm_watch_ms = loop_now_ms();
-	if (kube_watch_start(&a->cmw, a->k, a->l, path, a->cm_rv, on_cm_event, on_cm_end, a, &ei) < 0) {
-		LOG_E(&a->log, "watching the vendors ConfigMap: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-		a->cmw = NULL;
-		a->cm_rv[0] = '\0';
-		return -1;
-	}
-	return 0;
+	if (out)
+		metrics_set(&a->m, a->m_devices, (double)json_count(out));
+	return out;
 }
 
 /* ---- the loop ----------------------------------------------------------- */
@@ -1166,17 +536,19 @@ static void on_pass(void *ctx)
 	int cm_failed = 0;
 
 	a->retry_timer = 0;
-	if (!a->vendors_file && !a->cmw && !a->cm_timer && cm_watch(a, 1) < 0) {
+	a->in_pass = 1;
+	if (!a->vendors_file && (informer_started(&a->cm) ? !informer_synced(&a->cm) : cm_start(a) < 0)) {
 		/* keep scanning and publishing with what we have (the built-in
 		 * map when nothing was ever read); the backoff retries the watch */
 		cm_failed = 1;
 		if (!a->vm_ready) {
 			LOG_W(&a->log, "vendors ConfigMap unreadable: using the built-in vendors amd=1002, "
 			      "intel=8086, nvidia=10de until it can be read");
-			vmap_default(&a->vm);
+			pgpu_vmap_default(&a->vm);
 			a->vm_ready = 1;
 		}
 	}
+	a->in_pass = 0;
 	if (!(want = discover(a)))
 		goto retry;
 	if (sync_all(a, want) < 0) {
@@ -1292,7 +664,7 @@ static int print_devices(const struct json *want)
 	for (const struct json *e = json_child(want); arr && e; e = json_next(e)) {
 		struct json *st = json_dup(json_get(e, "status"));
 
-		condition_times(st, NULL);
+		pgpu_condition_times(st, NULL);
 		json_append_take(arr, st);
 	}
 	json_sort_keys(arr);
@@ -1415,10 +787,10 @@ int gpu_node_agent_main(int argc, char **argv)
 	a.m_syncs = metrics_add(&a.m, METRIC_COUNTER, "gpu_node_agent_syncs_total", "", "Passes that left the server in sync");
 	a.m_errors = metrics_add(&a.m, METRIC_COUNTER, "gpu_node_agent_sync_errors_total", "",
 				 "Passes that failed and were retried");
-	if (!(a.node_info = node_info(&a)))
+	if (!(a.node_info = pgpu_node_info(&a.h, a.node, &a.log)))
 		goto out;
 	if (a.vendors_file) {
-		if (vmap_load_file(&a.vm, a.vendors_file, &a.log) < 0) {
+		if (pgpu_vmap_load(&a.vm, a.vendors_file, &a.log) < 0) {
 			ret = 2;
 			goto out;
 		}
@@ -1430,7 +802,7 @@ int gpu_node_agent_main(int argc, char **argv)
 
 		if (!a.vm_ready) {
 			LOG_W(&a.log, "no --vendors-file: using the built-in vendors amd=1002, intel=8086, nvidia=10de");
-			vmap_default(&a.vm);
+			pgpu_vmap_default(&a.vm);
 		}
 		want = discover(&a);
 		/* names are read only when a device needs one: 0 lines on a node without GPUs */
@@ -1470,7 +842,6 @@ int gpu_node_agent_main(int argc, char **argv)
 			for (const char *p = a.node; *p; p++)
 				seed = seed * 31 + (unsigned char)*p;
 			kube_backoff_init(&a.bo, ko.backoff_base_ms, ko.backoff_max_ms, seed);
-			kube_backoff_init(&a.cmbo, ko.backoff_base_ms, ko.backoff_max_ms, seed + 1);
 		}
 	}
 	if (oneshot) {
@@ -1497,7 +868,7 @@ int gpu_node_agent_main(int argc, char **argv)
 out:
 	if (a.nl_fd >= 0)
 		close(a.nl_fd);
-	kube_watch_free(a.cmw);
+	informer_free(&a.cm);
 	http_server_free(a.srv);
 	json_free(a.server);
 	json_free(a.node_labels);

@@ -98,6 +98,7 @@
 #include "../core/err.h"
 #include "../core/features.h"
 #include "../core/http.h"
+#include "../core/informer.h"
 #include "../core/json.h"
 #include "../core/kube.h"
 #include "../core/labels.h"
@@ -141,19 +142,14 @@ static const char usage[] =
 
 struct master;
 
-struct informer {
+struct minf {                  /* one of the master's informers (core/informer) */
+	struct informer i;
 	const char *what;              /* "NodeFeature" */
-	char path[1024];               /* collection (and a labelSelector: NS_QUERY_MAX) */
 	int (*apply)(struct master *m, const struct json *obj, int deleted);
 	void (*begin)(struct master *m);
 	void (*end)(struct master *m);
-	struct kube_watch *w;
-	struct kube_backoff bo;        /* reset only by a watch that lived 30 s */
-	long long watch_ms;            /* when the current watch started */
-	char rv[64];                   /* re-watch from here after a failed watch */
-	int rewatch_fails;             /* failed watches in a row with no event */
-	int fresh;                     /* the watch started from a list just made */
-	int synced, timer, failing;
+	int synced;                    /* listed once (INF_NS without a selector: from the start) */
+	int was;                       /* synced before the list that just ended */
 	struct master *m;
 };
 
@@ -176,7 +172,7 @@ struct master {
 	int have_whitelist, no_publish, leader_election, leading;
 	long long resync_ms, gc_ms;
 	struct lease *lease;
-	struct informer inf[INF_COUNT];
+	struct minf inf[INF_COUNT];
 	struct nfstore st;             /* the objects; refresh_all and relist_nf with them */
 	int flush_timer, dirty;
 	long long flush_due;           /* loop_now_ms() when flush_timer fires */
@@ -355,11 +351,11 @@ static int gc_node(struct master *m, struct nfstore_node *n)
 
 static void gc(struct master *m)
 {
-	const struct informer *in = &m->inf[INF_NODE];
+	const struct informer *in = &m->inf[INF_NODE].i;
 
 	/* only on a fresh view of the Nodes: a failing list or watch leaves
 	 * "exists" stale, and new nodes would look deleted */
-	if (!synced(m) || !may_write(m) || in->failing || !in->w)
+	if (!synced(m) || !may_write(m) || informer_failing(in) || !informer_watching(in))
 		return;
 	for (size_t i = 0; i < m->st.nodes.cap;) {
 		struct nfstore_node *n = m->st.nodes.s[i].val;
@@ -497,8 +493,6 @@ static int reconcile(struct master *m, struct nfstore_node *n)
 	return 0;
 }
 
-static void relist(struct master *m, struct informer *in);
-
 /* Updates dirty nodes for at most SLICE_MS, then lets the loop run. */
 static void flush(void *ctx)
 {
@@ -509,7 +503,7 @@ static void flush(void *ctx)
 	if (m->st.relist_nf) {
 		m->st.relist_nf = 0;
 		m->st.refresh_all = 1;
-		relist(m, &m->inf[INF_NF]);
+		informer_start(&m->inf[INF_NF].i);
 		if (!synced(m))
 			return; /* the list failed: it reschedules */
 	}
@@ -570,157 +564,55 @@ static void on_leading(void *ctx, int leading)
 	}
 }
 
-/* ---- informers: list, then watch ---------------------------------------- */
+/* ---- informers: list, then watch (core/informer) ----------------------- */
 
-static void inf_event(void *ctx, const char *type, const struct json *object)
+static int inf_apply(void *ctx, const struct json *obj)
 {
-	struct informer *in = ctx;
+	struct minf *in = ctx;
 
-	in->rewatch_fails = 0;
-	if (in->apply(in->m, object, strcmp(type, "DELETED") == 0) < 0)
-		LOG_E(&in->m->log, "%s event: out of memory", in->what);
+	return in->apply(in->m, obj, 0);
 }
 
-static void on_relist(void *ctx);
-static void on_rewatch(void *ctx);
-static void watch(struct master *m, struct informer *in, const char *rv);
-
-static void retry_later(struct master *m, struct informer *in, void (*fn)(void *))
+static int inf_delete(void *ctx, const struct json *obj)
 {
-	long long d = kube_backoff_next(&in->bo);
+	struct minf *in = ctx;
 
-	loop_timer_cancel(m->l, in->timer);
-	in->timer = loop_timer(m->l, d, fn, in);
+	return in->apply(in->m, obj, 1);
 }
 
-static void inf_end(void *ctx, enum kube_watch_end why, const struct fb_errinfo *ei)
+static void inf_begin(void *ctx)
 {
-	struct informer *in = ctx;
-	struct master *m = in->m;
-	char rv[64], msg[1300] = "";
-	long long lived = loop_now_ms() - in->watch_ms;
+	struct minf *in = ctx;
 
-	/* ei lives in the watch: read it before the watch goes */
-	if (why == KUBE_WATCH_FAILED)
-		fb_errinfo_str(ei, msg, sizeof(msg));
-	snprintf(rv, sizeof(rv), "%s", kube_watch_rv(in->w));
-	kube_watch_free(in->w);
-	in->w = NULL;
-	if (loop_signal(m->l))
-		return;
-	/* A watch cut again and again (a proxy, a server in trouble) must not
-	 * turn into a list-watch loop: only one that lived a while resets the
-	 * backoff, and a short one waits before the next try. A failed watch
-	 * resumes from its resourceVersion rather than listing everything again,
-	 * but three failures in a row with no event between them list again, in
-	 * case the resourceVersion itself is the trouble (a restored etcd, an
-	 * event that cannot be read). */
-	if (lived >= 30000)
-		kube_backoff_reset(&in->bo);
-	snprintf(in->rv, sizeof(in->rv), "%s", rv);
-	if (why == KUBE_WATCH_CLOSED) {
-		in->rewatch_fails = 0;
-		in->fresh = 0;
-		if (lived < 10000)
-			retry_later(m, in, on_rewatch);
-		else
-			watch(m, in, rv);
-	} else if (why == KUBE_WATCH_EXPIRED) {
-		LOG_I(&m->log, "%s watch: resourceVersion %s expired; listing again", in->what, rv);
-		in->rewatch_fails = 0;
-		/* expired at once after a resume: the history moved on, list now;
-		 * at once after a list: a server in trouble, wait */
-		if (in->fresh && lived < 10000)
-			retry_later(m, in, on_relist);
-		else
-			relist(m, in);
-	} else {
-		int again = rv[0] && ++in->rewatch_fails < 3;
-
-		LOG_W(&m->log, "%s watch failed: %s; %s after a pause", in->what, msg,
-		      again ? "watching again" : "listing again");
-		if (!again)
-			in->rewatch_fails = 0;
-		retry_later(m, in, again ? on_rewatch : on_relist);
-	}
+	in->begin(in->m);
 }
 
-static void on_rewatch(void *ctx)
+static void inf_page(void *ctx)
 {
-	struct informer *in = ctx;
+	struct minf *in = ctx;
 
-	in->timer = 0;
-	in->fresh = 0;
-	if (!in->w)
-		watch(in->m, in, in->rv);
-}
-
-static void watch(struct master *m, struct informer *in, const char *rv)
-{
-	struct fb_errinfo ei;
-	char msg[1300];
-
-	fb_errinfo_init(&ei);
-	in->watch_ms = loop_now_ms();
-	if (rv != in->rv)
-		snprintf(in->rv, sizeof(in->rv), "%s", rv);
-	if (kube_watch_start(&in->w, m->k, m->l, in->path, rv, inf_event, inf_end, in, &ei) < 0) {
-		if (loop_signal(m->l))
-			return;
-		LOG_W(&m->log, "%s watch: %s; trying again after a pause", in->what,
-		      fb_errinfo_str(&ei, msg, sizeof(msg)));
-		retry_later(m, in, in->rv[0] ? on_rewatch : on_relist);
-	}
-}
-
-static int inf_page(void *ctx, const struct json *items, int first)
-{
-	struct informer *in = ctx;
-
-	if (first)
-		in->begin(in->m);
 	lease_poll(in->m->lease); /* a long list must not cost the lease */
-	for (const struct json *it = json_child(items); it; it = json_next(it)) {
-		int rc = in->apply(in->m, it, 0);
-
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
 }
 
-static void relist(struct master *m, struct informer *in)
+/* A list completed; its watch has not started yet. */
+static void inf_end(void *ctx)
 {
-	struct fb_errinfo ei;
-	char rv[64], msg[1300];
-	int was = in->synced;
+	struct minf *in = ctx;
 
-	kube_watch_free(in->w);
-	in->w = NULL;
-	fb_errinfo_init(&ei);
-	if (kube_list_pages(m->k, in->path, inf_page, in, rv, sizeof(rv), &ei) < 0) {
-		if (loop_signal(m->l))
-			return;
-		if (!in->failing++ || m->log.v >= 1)
-			LOG_E(&m->log, "listing %ss: %s; trying again after a pause", in->what,
-			      fb_errinfo_str(&ei, msg, sizeof(msg)));
-		/* nothing is removed on the strength of a partial list */
-		retry_later(m, in, on_relist);
-		return;
-	}
-	if (in->failing)
-		LOG_I(&m->log, "listing %ss works again", in->what);
-	in->failing = 0;
-	/* a relist asked for by someone else (a rule needing more features)
-	 * makes a pending retry of ours moot */
-	loop_timer_cancel(m->l, in->timer);
-	in->timer = 0;
-	in->end(m);
+	in->was = in->synced;
+	in->end(in->m);
 	in->synced = 1;
-	if (!was)
-		LOG_I(&m->log, "%ss listed (resourceVersion %s)", in->what, rv);
-	in->fresh = 1;
-	watch(m, in, rv);
+	if (!in->was)
+		LOG_I(&in->m->log, "%ss listed (resourceVersion %s)", in->what, informer_rv(&in->i));
+}
+
+/* ... and its watch started. */
+static void inf_started(void *ctx)
+{
+	struct minf *in = ctx;
+	struct master *m = in->m;
+	int was = in->was;
+
 	if (in == &m->inf[INF_NODE] && was)
 		gc(m); /* nodes gone while we were not watching */
 	if (!was && synced(m)) {
@@ -733,25 +625,64 @@ static void relist(struct master *m, struct informer *in)
 	}
 	if (synced(m) && m->dirty)
 		schedule(m, 0);
-}
-
-static void on_relist(void *ctx)
-{
-	struct informer *in = ctx;
-	struct master *m = in->m;
-
-	in->timer = 0;
-	relist(m, in);
-	/* the first lists go in order: rules, then NodeFeatures, then Nodes */
+	/* the first lists go in order: rules, then NodeFeatures, then Nodes
+	 * (one still retrying its first list is left to its own timer) */
 	for (int i = 0; i < INF_COUNT && in->synced; i++) {
 		if (m->inf[i].synced)
 			continue;
-		if (m->inf[i].timer)
-			break;
-		relist(m, &m->inf[i]);
-		if (!m->inf[i].synced)
-			break;
+		if (!informer_started(&m->inf[i].i))
+			informer_start(&m->inf[i].i);
+		break;
 	}
+}
+
+static void on_start(void *ctx)
+{
+	struct master *m = ctx;
+
+	informer_start(&m->inf[INF_NFR].i);
+}
+
+/* The four informers over the client (NS only with a namespace selector:
+ * ns_query, else every namespace counts and none is listed). */
+static int informers_setup(struct master *m, const char *ns_query)
+{
+	static const char *const what[INF_COUNT] = { "NodeFeatureRule", "NodeFeature", "Node", "Namespace" };
+	static const char *const path[INF_COUNT] = { NF_API "/nodefeaturerules", NF_API "/nodefeatures",
+						     "/api/v1/nodes", "/api/v1/namespaces" };
+	int (*const apply[INF_COUNT])(struct master *, const struct json *, int) = { nfr_apply, nf_apply,
+										 node_apply, ns_apply };
+	void (*const begin[INF_COUNT])(struct master *) = { nfr_begin, nf_begin, node_begin, ns_begin };
+	void (*const end[INF_COUNT])(struct master *) = { nfr_end, nf_end, node_end, ns_end };
+	unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+	char ns_path[INFORMER_PATH_MAX];
+
+	snprintf(ns_path, sizeof(ns_path), "%s?labelSelector=%s", path[INF_NS], ns_query);
+	for (int i = 0; i < INF_COUNT; i++) {
+		struct minf *in = &m->inf[i];
+		struct informer_conf c = { .what = what[i], .path = i == INF_NS ? ns_path : path[i],
+					   .log = &m->log, .ctx = in, .begin = inf_begin, .apply = inf_apply,
+					   .delete = inf_delete, .end = inf_end, .started = inf_started, .page = inf_page,
+					   .seed = seed + (unsigned)i };
+
+		in->what = what[i];
+		in->apply = apply[i];
+		in->begin = begin[i];
+		in->end = end[i];
+		in->m = m;
+		informer_init(&in->i);
+		if (informer_setup_kube(&in->i, m->k, m->l, &c) < 0)
+			return -FB_E2BIG;
+	}
+	if (!m->ns_filter)
+		m->inf[INF_NS].synced = 1;
+	return 0;
+}
+
+static void informers_free(struct master *m)
+{
+	for (int i = 0; i < INF_COUNT; i++)
+		informer_free(&m->inf[i].i);
 }
 
 /* ---- prune -------------------------------------------------------------- */
@@ -1331,33 +1262,9 @@ int nfd_master_main(int argc, char **argv)
 		      *bind_ip ? " of " : "", bind_ip);
 
 	store_setup(&m);
-	{
-		static const char *const what[INF_COUNT] = { "NodeFeatureRule", "NodeFeature", "Node", "Namespace" };
-		static const char *const path[INF_COUNT] = { NF_API "/nodefeaturerules", NF_API "/nodefeatures",
-							     "/api/v1/nodes", "/api/v1/namespaces" };
-		int (*const apply[INF_COUNT])(struct master *, const struct json *, int) = { nfr_apply, nf_apply,
-											 node_apply, ns_apply };
-		void (*const begin[INF_COUNT])(struct master *) = { nfr_begin, nf_begin, node_begin, ns_begin };
-		void (*const end[INF_COUNT])(struct master *) = { nfr_end, nf_end, node_end, ns_end };
-		unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
-
-		for (int i = 0; i < INF_COUNT; i++) {
-			struct informer *in = &m.inf[i];
-
-			in->what = what[i];
-			snprintf(in->path, sizeof(in->path), "%s", path[i]);
-			in->apply = apply[i];
-			in->begin = begin[i];
-			in->end = end[i];
-			in->m = &m;
-			kube_backoff_init(&in->bo, 800, 30000, seed + (unsigned)i);
-		}
-		/* no selector: every namespace counts, none is listed */
-		if (m.ns_filter)
-			snprintf(m.inf[INF_NS].path, sizeof(m.inf[INF_NS].path), "%s?labelSelector=%s",
-				 path[INF_NS], c.ns_query);
-		else
-			m.inf[INF_NS].synced = 1;
+	if (informers_setup(&m, c.ns_query) < 0) {
+		LOG_E(&m.log, "the Namespace selector is too long");
+		goto out;
 	}
 	if (m.leader_election) {
 		struct lease_opts lo = { .ns = m.ns, .name = "nfd-master.nfd.kubernetes.io", .identity = ident,
@@ -1382,7 +1289,7 @@ int nfd_master_main(int argc, char **argv)
 		m.leading = 1;
 		metrics_set(&m.mx, m.m_leader, 1);
 	}
-	m.inf[INF_NFR].timer = loop_timer(m.l, 0, on_relist, &m.inf[INF_NFR]);
+	loop_timer(m.l, 0, on_start, &m);
 	loop_timer(m.l, m.resync_ms, on_resync, &m);
 	loop_timer(m.l, m.gc_ms, on_gc, &m);
 	loop_run(m.l);
@@ -1390,8 +1297,7 @@ int nfd_master_main(int argc, char **argv)
 	ret = 0;
 out:
 	lease_free(m.lease);
-	for (int i = 0; i < INF_COUNT; i++)
-		kube_watch_free(m.inf[i].w);
+	informers_free(&m);
 	http_server_free(m.srv);
 	nfstore_free(&m.st);
 	kube_free(m.k);

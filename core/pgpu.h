@@ -1,8 +1,15 @@
-/* pgpu: what gpu-node-agent and vfio-switch must agree on about PhysicalGPU
- * objects (gpu.deckhouse.io/v1alpha1): the object name of a device and the
- * driverType of a driver. */
+/* pgpu: PhysicalGPU objects (gpu.deckhouse.io/v1alpha1). What gpu-node-agent
+ * and vfio-switch must agree on (pgpu.c: the object name of a device, the
+ * driverType of a driver), the vendor map that says which devices are GPUs
+ * (pgpu_vmap.c), and the scan that builds each device's labels and status
+ * (pgpu_scan.c). */
 #ifndef FB_PGPU_H
 #define FB_PGPU_H
+
+#include "hostfs.h"
+#include "ids.h"
+#include "json.h"
+#include "log.h"
 
 #include <stddef.h>
 
@@ -24,5 +31,68 @@ void pgpu_name(const char *node, const char *addr, char *out);
 /* status.currentState.driverType for a bound driver ("" = unbound):
  * Nvidia, VFIO (any VFIO driver), ROCm, None or Other. */
 const char *pgpu_driver_type(const char *driver);
+
+/* ---- the vendor map (pgpu_vmap.c) ---- */
+
+#define PGPU_VMAP_MAX 32        /* vendors */
+#define PGPU_VMAP_IDS 16        /* ids per vendor */
+#define PGPU_VMAP_CLASSES 16
+#define PGPU_VENDOR_NAME_MAX 57 /* "<vendor>.count" must be a label name */
+
+/* Which devices are ours and under which vendor name. Plain data, no
+ * pointers: two maps compare with memcmp after a memset-clean build. */
+struct pgpu_vmap {
+	size_t n, ncls;
+	struct {
+		char name[PGPU_VENDOR_NAME_MAX + 1];
+		unsigned id[PGPU_VMAP_IDS];
+		size_t nid;
+	} v[PGPU_VMAP_MAX];
+	char cls[PGPU_VMAP_CLASSES][7]; /* hex prefixes of the class code: "03", "0b40" */
+};
+
+/* The built-in map: amd=1002, intel=8086, nvidia=10de; classes 03, 12, 0b40. */
+void pgpu_vmap_default(struct pgpu_vmap *vm);
+/* The map from a ConfigMap's data (vendor -> comma list of 4-hex IDs, an
+ * optional "classes"): bad entries are warned about (naming what) and left
+ * out; no usable vendor leaves the map empty, a bad "classes" keeps the
+ * default classes. */
+void pgpu_vmap_from_data(struct pgpu_vmap *vm, const struct json *data, const char *what,
+			 const struct fb_log *lg);
+/* --vendors-file: YAML or JSON, the data map itself or a whole ConfigMap, at
+ * most 64 KiB. Returns 0 or -1 (logged). */
+int pgpu_vmap_load(struct pgpu_vmap *vm, const char *path, const struct fb_log *lg);
+/* The vendor name of PCI vendor id, NULL when it is not in the map. */
+const char *pgpu_vmap_vendor(const struct pgpu_vmap *vm, unsigned id);
+/* 1 when the class code (hex) starts with one of the map's prefixes. */
+int pgpu_vmap_class(const struct pgpu_vmap *vm, const char *cls);
+
+/* ---- the scan (pgpu_scan.c) ---- */
+
+/* status.nodeInfo: node name, OS (etc/os-release), kernel, bare metal (the
+ * prototype's rule: cpuinfo's hypervisor flag, then DMI names). Owned by the
+ * caller; NULL when out of memory. */
+struct json *pgpu_node_info(const struct hostfs *h, const char *node, const struct fb_log *lg);
+
+/* What a scan reads, all borrowed. */
+struct pgpu_scan {
+	const struct hostfs *h;
+	struct ids *ids;
+	const struct pgpu_vmap *vm;
+	const char *node;
+	const struct json *node_info; /* copied into every status */
+	const struct fb_log *log;
+};
+/* Scans the host's PCI bus: an object name -> {"labels": {...}, "status":
+ * {...}} for every device of the map, in address order (conditions without
+ * lastTransitionTime). Owned; NULL when out of memory or the bus could not
+ * be read (logged). */
+struct json *pgpu_discover(const struct pgpu_scan *s);
+/* Gives every condition of status want its lastTransitionTime: the one in
+ * have when the condition's status did not change, else now. */
+void pgpu_condition_times(struct json *want, const struct json *have);
+/* The Node labels for a pgpu_discover result: vendor (most devices, ties by
+ * name) and, with several vendors, <vendor>.count. Owned; NULL: no memory. */
+struct json *pgpu_node_labels(const struct json *want);
 
 #endif
