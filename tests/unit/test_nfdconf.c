@@ -459,39 +459,6 @@ static void test_warnings(void)
 	}
 }
 
-static const struct {
-	const char *in;
-	int rc;
-	long long ns;
-} dur_cases[] = {
-	{ "0", 0, 0 }, { "-0", 0, 0 }, { "+0", 0, 0 }, { "1ns", 0, 1 }, { "1us", 0, 1000 },
-	{ "1\xC2\xB5s", 0, 1000 }, { "1\xCE\xBCs", 0, 1000 }, { "1ms", 0, 1000000 }, { "1s", 0, 1000000000 },
-	{ "1m30s", 0, 90000000000LL }, { "1.5h", 0, 5400000000000LL }, { ".5s", 0, 500000000 },
-	{ "5.s", 0, 5000000000LL }, { "-1.5s", 0, -1500000000 }, { "+2s", 0, 2000000000 },
-	{ "1h1m1s1ms1us1ns", 0, 3661001001001LL }, { "0.000000001s", 0, 1 },
-	{ "1.0000000001s", 0, 1000000000 },
-	{ "9223372036854775807ns", 0, 9223372036854775807LL },
-	{ "-9223372036854775808ns", 0, (-9223372036854775807LL - 1) },
-	{ "2562047h", 0, 9223369200000000000LL },
-	{ "9223372036854775808ns", -FB_ERANGE, 0 }, { "2562048h", -FB_ERANGE, 0 },
-	{ "99999999999999999999s", -FB_ERANGE, 0 },
-	{ "", -FB_EINVAL, 0 }, { "1", -FB_EINVAL, 0 }, { "s", -FB_EINVAL, 0 }, { ".s", -FB_EINVAL, 0 },
-	{ "1x", -FB_EINVAL, 0 }, { "1h1", -FB_EINVAL, 0 }, { "1 s", -FB_EINVAL, 0 }, { "-", -FB_EINVAL, 0 },
-	{ "1S", -FB_EINVAL, 0 }, { "--1s", -FB_EINVAL, 0 },
-};
-
-static void test_durations(void)
-{
-	for (size_t i = 0; i < sizeof(dur_cases) / sizeof(dur_cases[0]); i++) {
-		long long ns = -42;
-		int rc = nfdconf_parse_duration(dur_cases[i].in, &ns);
-		char name[128];
-
-		snprintf(name, sizeof(name), "duration \"%s\"", dur_cases[i].in);
-		T_OK(name, rc == dur_cases[i].rc && (rc < 0 || ns == dur_cases[i].ns), "rc=%d ns=%lld", rc, ns);
-	}
-}
-
 static void test_helpers(void)
 {
 	static const char *const known[] = { "cpu", "custom", "fake", "kernel", "local", "pci", "usb" };
@@ -602,7 +569,6 @@ int main(void)
 	test_sleep();
 	test_errors();
 	test_warnings();
-	test_durations();
 	test_helpers();
 	test_files();
 	close(lg.fd);
