@@ -553,6 +553,129 @@ static void test_files(void)
 		abort();
 }
 
+/* ---- nfd-master.conf: the same walker over the master's table ---------- */
+
+static const struct {
+	const char *name, *yaml;
+	int rc;
+	const char *err;  /* fb_errinfo_str, or NULL */
+	const char *warn; /* in the log, or NULL */
+} master_cases[] = {
+	{ "empty", "", 0, NULL, NULL },
+	{ "null", "null", 0, NULL, NULL },
+	{ "a list", "[1]", -FB_EINVAL, "--options: not a mapping of options", NULL },
+	{ "a bool", "noPublish: 3", -FB_EINVAL, "--options: noPublish: not true or false", NULL },
+	{ "case: exact spelling wins", "{NoPublish: 3, noPublish: true}", 0, NULL, NULL },
+	{ "case: first other spelling", "{NOPUBLISH: 3, NoPublish: true}", -FB_EINVAL,
+	  "--options: noPublish: not true or false", NULL },
+	{ "table order, not document order", "{resyncPeriod: x, enableTaints: 3}", -FB_EINVAL,
+	  "--options: enableTaints: not true or false", NULL },
+	{ "a list", "extraLabelNs: a", -FB_EINVAL, "--options: extraLabelNs: not a list", NULL },
+	{ "list items", "denyLabelNs: [a, 1]", -FB_EINVAL, "--options: denyLabelNs: list items must be strings",
+	  NULL },
+	{ "a duration", "resyncPeriod: soon", -FB_EINVAL, "--options: resyncPeriod: not a duration (like 1h, 90s)",
+	  NULL },
+	{ "nested duration", "leaderElection: {retryPeriod: 1.5}", -FB_EINVAL,
+	  "--options: leaderElection.retryPeriod: not a duration (like 1h, 90s)", NULL },
+	{ "leaderElection not a mapping: ignored", "leaderElection: [1]", 0, NULL, NULL },
+	{ "page size", "informerPageSize: 100001", -FB_EINVAL,
+	  "--options: informerPageSize: not a number from 0 to 100000", NULL },
+	{ "klog.v", "klog: {v: [1]}", -FB_EINVAL, "--options: klog.v: not a number", NULL },
+	{ "klog.v: text is strtol's (as before)", "klog: {v: x}", 0, NULL, NULL },
+	{ "whitelist", "labelWhiteList: 3", -FB_EINVAL, "--options: labelWhiteList: not a string", NULL },
+	{ "restrictions: not a mapping", "restrictions: 3", -FB_EINVAL, "--options: restrictions: not a mapping",
+	  NULL },
+	{ "restrictions: unknown key", "restrictions: {disableLabels: true, bogus: 1}", -FB_EINVAL,
+	  "--options: restrictions.bogus: not implemented: refusing to start (ignoring a restriction would fail open)",
+	  NULL },
+	{ "restrictions: bool", "restrictions: {AllowOverwrite: 3}", -FB_EINVAL,
+	  "--options: restrictions.allowOverwrite: not true or false", NULL },
+	{ "restrictions: selector", "restrictions: {nodeFeatureNamespaceSelector: {matchExpressions: [{key: a, operator: Foo}]}}",
+	  -FB_EINVAL, "--options: restrictions.nodeFeatureNamespaceSelector: ", NULL },
+	{ "autoDefaultNs: false", "autoDefaultNs: false", -FB_EINVAL,
+	  "--options: autoDefaultNs: false is not implemented (names always get feature.node.kubernetes.io/): "
+	  "refusing to start", NULL },
+	{ "unknown key warns", "{zz: 1, noPublish: true}", 0, NULL, "--options: unknown key zz, ignored" },
+	{ "known, not read here", "nfdApiParallelism: [1]", 0, NULL, NULL },
+};
+
+static void test_master(void)
+{
+	struct nfd_master_config c;
+	struct fb_errinfo ei;
+	char name[160], msg[1300];
+	int fd;
+
+	for (size_t i = 0; i < sizeof(master_cases) / sizeof(master_cases[0]); i++) {
+		int rc;
+
+		nfdconf_master_init(&c);
+		fb_errinfo_init(&ei);
+		log_reset();
+		rc = nfdconf_master_apply_yaml(&c, master_cases[i].yaml, strlen(master_cases[i].yaml), "--options", &lg,
+					       &ei);
+		snprintf(name, sizeof(name), "master: %s", master_cases[i].name);
+		T_INT(name, rc, master_cases[i].rc);
+		if (master_cases[i].err) {
+			fb_errinfo_str(&ei, msg, sizeof(msg));
+			T_OK(name, strncmp(msg, master_cases[i].err, strlen(master_cases[i].err)) == 0, "got \"%s\"", msg);
+		}
+		if (master_cases[i].warn)
+			T_OK(name, strstr(log_text(), master_cases[i].warn) != NULL, "log \"%s\"", log_text());
+		nfdconf_master_free(&c);
+	}
+
+	nfdconf_master_init(&c);
+	T_OK("master: defaults", c.allow_overwrite == 1 && c.auto_default_ns == 1 && c.resync_ms == 3600000 &&
+		 c.lease_ms == 15000 && c.renew_ms == 10000 && c.retry_ms == 2000 && c.page_size == 50 &&
+		 !c.have_klog_v && !c.whitelist && c.extra_ns.n == 0 && !c.ns_query[0], "bad defaults");
+#define MAPPLY(text, what) nfdconf_master_apply_yaml(&c, text, strlen(text), what, &lg, &ei)
+	T_INT("master: values",
+	      MAPPLY("noPublish: true\nenableTaints: true\nextraLabelNs: [a.io, b.io]\n"
+					"resyncPeriod: 1.5m\nlabelWhiteList: '^x'\n"
+					"leaderElection: {leaseDuration: 20s, renewDeadline: 3000000000, retryPeriod: 1h1ms}\n"
+					"informerPageSize: 0\nklog: {v: '4'}\n"
+					"restrictions: {allowOverwrite: false, disableLabels: true, "
+					"nodeFeatureNamespaceSelector: {matchLabels: {team: a}}}\n", "f"), 0);
+	T_OK("master: values stored", c.no_publish && c.enable_taints && c.resync_ms == 90000 && c.lease_ms == 20000 &&
+		 c.renew_ms == 3000 && c.retry_ms == 3600001 && c.page_size == 0 && c.have_klog_v && c.klog_v == 4 &&
+		 !c.allow_overwrite && c.disable_labels && c.whitelist && !strcmp(c.whitelist, "^x"),
+	     "resync=%lld lease=%lld renew=%lld retry=%lld", c.resync_ms, c.lease_ms, c.renew_ms, c.retry_ms);
+	T_LIST("master: extraLabelNs", c.extra_ns, "a.io,b.io");
+	T_STR("master: selector encoded", c.ns_query, "team%3Da");
+	/* a later document: given members replace, others stay, null leaves */
+	T_INT("master: --options over the file",
+	      MAPPLY("extraLabelNs: [c.io]\ndenyLabelNs: null\nlabelWhiteList: null\n", "--options"), 0);
+	T_LIST("master: list replaced", c.extra_ns, "c.io");
+	T_OK("master: others kept", c.no_publish && c.whitelist && !strcmp(c.whitelist, "^x"), "lost");
+	/* a bad document leaves the config as it was */
+	T_INT("master: bad document", MAPPLY("extraLabelNs: [d.io]\nnoPublish: 3\n", "--options"), -FB_EINVAL);
+	T_LIST("master: unchanged after an error", c.extra_ns, "c.io");
+	nfdconf_master_free(&c);
+
+	/* files: missing is defaults, unreadable says "reading PATH" */
+	nfdconf_master_init(&c);
+	log_reset();
+	T_INT("master: missing file", nfdconf_master_load_file(&c, "/nonexistent/nfd-master.conf", &lg, &ei), 0);
+	T_OK("master: missing file logged", strstr(log_text(), "config file /nonexistent/nfd-master.conf not found, "
+				  "using defaults") != NULL, "%s", log_text());
+	T_INT("master: a directory", nfdconf_master_load_file(&c, "/", &lg, &ei), -FB_EINVAL);
+	T_STR("master: a directory: message", fb_errinfo_str(&ei, msg, sizeof(msg)), "reading /: invalid value");
+	{
+		char path[] = "/tmp/fb-nfdmaster-XXXXXX";
+
+		fd = mkstemp(path);
+		if (fd >= 0) {
+			T_OK("master: file written", write(fd, "resyncPeriod: 2m\n", 17) == 17, "short write");
+			close(fd);
+			T_INT("master: file", nfdconf_master_load_file(&c, path, &lg, &ei), 0);
+			T_INT("master: file value", c.resync_ms, 120000);
+			unlink(path);
+		}
+	}
+	nfdconf_master_free(&c);
+}
+
 int main(void)
 {
 	char logtmpl[] = "/tmp/fb-nfdconf-log-XXXXXX";
@@ -571,6 +694,7 @@ int main(void)
 	test_warnings();
 	test_helpers();
 	test_files();
+	test_master();
 	close(lg.fd);
 	return t_done();
 }
