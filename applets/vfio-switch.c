@@ -207,24 +207,14 @@ static void now_rfc3339(char *out, size_t size)
 	strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* One JSON request that must answer 2xx; the reply body into *out when
+ * given. Returns 0 or -1 (logged). */
 static int request(struct kube *k, const struct fb_log *lg, const char *method, const char *path,
 		   const char *ctype, const struct json *body, struct json **out)
 {
-	struct kube_result res = { 0 };
-	struct fb_errinfo ei;
-	char *b = json_print(body, NULL), msg[600];
-	int rc;
+	struct kube_result res;
+	int rc = kube_call_json(k, lg, NULL, method, path, ctype, body, &res);
 
-	fb_errinfo_init(&ei);
-	if (!b)
-		return -1;
-	rc = kube_request(k, method, path, ctype, b, strlen(b), &res, &ei);
-	free(b);
-	if (rc < 0)
-		LOG_W(lg, "%s %s: %s", method, path, fb_errinfo_str(&ei, msg, sizeof(msg)));
-	else if (res.status < 200 || res.status > 299)
-		LOG_W(lg, "%s %s: HTTP %d %s", method, path, res.status, res.message);
-	rc = rc < 0 || res.status < 200 || res.status > 299 ? -1 : 0;
 	if (rc == 0 && out) {
 		*out = res.body;
 		res.body = NULL;
