@@ -1,7 +1,11 @@
-/* nfdconf: nfd-worker.conf and --options. The document is parsed into a json
- * tree (core/yaml) and walked against a table of members, twice: the first
- * walk checks every value and warns about unknown keys, the second stores,
- * so a bad value leaves the config as it was. */
+/* nfdconf: nfd-worker.conf, nfd-master.conf and their --options. The
+ * document is parsed into a json tree (core/yaml) and walked against a table
+ * of members, twice: the first walk checks every value and warns about
+ * unknown keys, the second stores, so a bad value leaves the config as it
+ * was. One walker, two tables: the worker's follows Go's encoding/json
+ * (document order, later spelling wins, positions in messages); the master's
+ * keeps what its hand decoder did (table order, first spelling, no
+ * positions), chosen by walk.master. */
 #include "nfdconf.h"
 
 #include "json.h"
