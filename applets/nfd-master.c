@@ -2380,7 +2380,6 @@ static int master_lead(struct master *m, struct master_run *r)
 	struct lease_opts lo = { .ns = m->ns, .name = "nfd-master.nfd.kubernetes.io", .identity = r->ident,
 				 .duration_ms = r->c.lease_ms, .renew_deadline_ms = r->c.renew_ms,
 				 .retry_ms = r->c.retry_ms };
-	const char *nn = getenv("NODE_NAME");
 	unsigned rnd = (unsigned)time(NULL) ^ (unsigned)getpid() ^ (unsigned)loop_now_ms();
 
 	if (!m->leader_election) {
@@ -2388,13 +2387,9 @@ static int master_lead(struct master *m, struct master_run *r)
 		metrics_set(&m->mx, m->m_leader, 1);
 		return 0;
 	}
-	if (!nn || !*nn) {
-		if (gethostname(r->host, sizeof(r->host)) < 0)
-			snprintf(r->host, sizeof(r->host), "nfd-master");
-		r->host[sizeof(r->host) - 1] = '\0';
-		nn = r->host;
-	}
-	snprintf(r->ident, sizeof(r->ident), "%s_%08x", nn, rnd * 2654435761u);
+	if (!*app_node_name(NULL, r->host, sizeof(r->host)))
+		snprintf(r->host, sizeof(r->host), "nfd-master");
+	snprintf(r->ident, sizeof(r->ident), "%s_%08x", r->host, rnd * 2654435761u);
 	if (lease_start(&m->lease, m->k, m->l, &lo, &m->log, on_leading, m) < 0) {
 		LOG_E(&m->log, "out of memory");
 		return -1;
