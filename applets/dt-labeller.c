@@ -587,134 +587,159 @@ static int usage_error(const char *fmt, const char *arg)
 	return 2;
 }
 
-int dt_labeller_main(int argc, char **argv)
-{
-	struct dtl s = { .nnodes = 0 };
-	const char *dtb = NULL, *features = NULL, *prefix = "beta.devicetree.org";
-	const char *host = NULL, *kubeconfig = NULL, *node_name = NULL;
-	long long resync_ms = 600000;
-	long qps = 5, burst = 10;
-	struct opt_list nodes = { .n = 0 }, nflags = { .n = 0 };
-	int dry = 0, fflag = 0, oneshot = 0, first, rc, ret = 1;
-	long verbosity = 0;
-	struct hostfs h;
-	char *out = NULL, msg[2048], emsg[2048], pfx[LABELS_PREFIX_MAX + 2];
-	size_t outlen, plen;
-	const struct opt opts[] = {
-		{ .so = 'd', .kind = OPT_FLAG, .dst = &dry,
-		  .help = "display the detected devicetree labels and exit (wins over -f)" },
-		{ .lo = "features-file", .so = 'f', .kind = OPT_OPTSTR, .dst = &features,
-		  .seen = &fflag, .arg = "PATH",
-		  .help = "write the labels to an NFD features file (default " DEFAULT_FEATURES_FILE ")" },
-		{ .so = 'n', .kind = OPT_STRS, .dst = &nflags, .arg = "NODE",
-		  .help = "also scan nodes named NODE (repeatable); operands after it are node names too" },
-		{ .lo = "nodes", .kind = OPT_LIST, .dst = &nodes, .arg = "A,B",
-		  .help = "also scan these node names (comma-separated, repeatable)" },
-		{ .lo = "dtb", .kind = OPT_STR, .dst = &dtb, .arg = "FILE",
-		  .help = "read this flattened devicetree blob instead of the host's" },
-		{ .lo = "oneshot", .kind = OPT_FLAG, .dst = &oneshot,
-		  .help = "with -f: write once and exit (initContainer)" },
-		{ .lo = "prefix", .kind = OPT_STR, .dst = &prefix, .arg = "DOMAIN",
-		  .help = "label key prefix (default beta.devicetree.org)" },
-		{ .lo = "host-prefix", .kind = OPT_STR, .dst = &host, .arg = "P",
-		  .help = "read host sys/proc at P+\"sys\"... (default /host- if /host-sys exists, else /)" },
-		{ .lo = "kubeconfig", .kind = OPT_STR, .dst = &kubeconfig, .arg = "PATH",
-		  .help = "kubeconfig (default $KUBECONFIG, in-cluster, ~/.kube/config)" },
-		{ .lo = "node-name", .kind = OPT_STR, .dst = &node_name, .arg = "NAME",
-		  .help = "the Node to label (default $NODE_NAME, else the host name)" },
-		{ .lo = "resync", .kind = OPT_DUR, .dst = &resync_ms, .min = 1000, .arg = "DURATION",
-		  .help = "re-read the devicetree and re-assert the labels this often (default 10m)" },
-		{ .lo = "kube-api-qps", .kind = OPT_INT, .dst = &qps, .min = 1, .max = 1000, .arg = "N",
-		  .help = "API requests per second at most (default 5)" },
-		{ .lo = "kube-api-burst", .kind = OPT_INT, .dst = &burst, .min = 1, .max = 1000, .arg = "N",
-		  .help = "API request burst (default 10)" },
-		{ .lo = "v", .so = 'v', .kind = OPT_INT, .dst = &verbosity, .min = 0, .max = 10,
-		  .arg = "N", .help = "log verbosity" },
-	};
-	const struct opt_spec spec = { "dt-labeller", usage, opts, sizeof(opts) / sizeof(opts[0]) };
+struct dtl_opts {
+	const char *dtb, *features, *prefix, *host, *kubeconfig, *node_name;
+	struct opt_list nodes, nflags;
+	int dry, fflag, oneshot;
+	long qps, burst, verbosity;
+	long long resync_ms;
+};
 
-	log_init(&s.log);
-	fb_errinfo_init(&s.ei);
-	rc = opt_parse(&spec, argc, argv, &first);
-	if (rc == OPT_EXIT)
-		return 0;
-	if (rc < 0)
-		return rc == -FB_EUSAGE ? 2 : 1;
-	s.log.v = (int)verbosity;
-	if (first < argc && nflags.n == 0)
+#define DO(member) offsetof(struct dtl_opts, member)
+
+static const struct opt dtl_optv[] = {
+	{ .so = 'd', .kind = OPT_FLAG, .off = DO(dry),
+	  .help = "display the detected devicetree labels and exit (wins over -f)" },
+	{ .lo = "features-file", .so = 'f', .kind = OPT_OPTSTR, .off = DO(features),
+	  .seen = OPT_SEEN(struct dtl_opts, fflag), .arg = "PATH",
+	  .help = "write the labels to an NFD features file (default " DEFAULT_FEATURES_FILE ")" },
+	{ .so = 'n', .kind = OPT_STRS, .off = DO(nflags), .arg = "NODE",
+	  .help = "also scan nodes named NODE (repeatable); operands after it are node names too" },
+	{ .lo = "nodes", .kind = OPT_LIST, .off = DO(nodes), .arg = "A,B",
+	  .help = "also scan these node names (comma-separated, repeatable)" },
+	{ .lo = "dtb", .kind = OPT_STR, .off = DO(dtb), .arg = "FILE",
+	  .help = "read this flattened devicetree blob instead of the host's" },
+	{ .lo = "oneshot", .kind = OPT_FLAG, .off = DO(oneshot),
+	  .help = "with -f: write once and exit (initContainer)" },
+	{ .lo = "prefix", .kind = OPT_STR, .off = DO(prefix), .arg = "DOMAIN",
+	  .help = "label key prefix (default beta.devicetree.org)" },
+	{ .lo = "host-prefix", .kind = OPT_STR, .off = DO(host), .arg = "P",
+	  .help = "read host sys/proc at P+\"sys\"... (default /host- if /host-sys exists, else /)" },
+	{ .lo = "kubeconfig", .kind = OPT_STR, .off = DO(kubeconfig), .arg = "PATH",
+	  .help = "kubeconfig (default $KUBECONFIG, in-cluster, ~/.kube/config)" },
+	{ .lo = "node-name", .kind = OPT_STR, .off = DO(node_name), .arg = "NAME",
+	  .help = "the Node to label (default $NODE_NAME, else the host name)" },
+	{ .lo = "resync", .kind = OPT_DUR, .off = DO(resync_ms), .min = 1000, .arg = "DURATION",
+	  .help = "re-read the devicetree and re-assert the labels this often (default 10m)" },
+	{ .lo = "kube-api-qps", .kind = OPT_INT, .off = DO(qps), .min = 1, .max = 1000, .arg = "N",
+	  .help = "API requests per second at most (default 5)" },
+	{ .lo = "kube-api-burst", .kind = OPT_INT, .off = DO(burst), .min = 1, .max = 1000, .arg = "N",
+	  .help = "API request burst (default 10)" },
+	{ .lo = "v", .so = 'v', .kind = OPT_INT, .off = DO(verbosity), .min = 0, .max = 10,
+	  .arg = "N", .help = "log verbosity" },
+};
+
+static const struct opt_spec dtl_spec = { "dt-labeller", usage, dtl_optv, sizeof(dtl_optv) / sizeof(dtl_optv[0]) };
+
+/* Checks the flags and operands argv[first..argc), fills s->nodes and pfx.
+ * Returns -1 to go on, else the exit status (the message printed). */
+static int dtl_configure(struct dtl *s, const struct dtl_opts *o, int first, int argc, char **argv, char *pfx)
+{
+	size_t plen;
+
+	s->log.v = (int)o->verbosity;
+	if (first < argc && o->nflags.n == 0)
 		return usage_error("unexpected argument '%s' (node names go after -n)", argv[first]);
 	for (int i = first; i < argc; i++)
 		if (argv[i][0] == '-') /* devicetree node names start with a letter */
 			return usage_error("option '%s' after the node names: put options before -n", argv[i]);
-	plen = strlen(prefix);
-	while (plen > 0 && prefix[plen - 1] == '/')
+	plen = strlen(o->prefix);
+	while (plen > 0 && o->prefix[plen - 1] == '/')
 		plen--;
-	if (!labels_valid_prefix(prefix, plen))
-		return usage_error("--prefix '%s' is not a DNS subdomain (like beta.devicetree.org)", prefix);
-	memcpy(pfx, prefix, plen);
+	if (!labels_valid_prefix(o->prefix, plen))
+		return usage_error("--prefix '%s' is not a DNS subdomain (like beta.devicetree.org)", o->prefix);
+	memcpy(pfx, o->prefix, plen);
 	pfx[plen] = '\0';
-	if (features && (!*features || features[strlen(features) - 1] == '/'))
-		return usage_error("--features-file '%s' does not name a file", features);
+	if (o->features && (!*o->features || o->features[strlen(o->features) - 1] == '/'))
+		return usage_error("--features-file '%s' does not name a file", o->features);
 	/* -d and -f are one-shot already; --oneshot matters for controller mode */
 
 	/* node list: the root is always scanned; then cpu, gpu and the extra names */
-	s.nodes[s.nnodes++] = "cpu";
-	s.nodes[s.nnodes++] = "gpu";
-	if (nflags.n + nodes.n + (argc - first) > MAX_NODE_NAMES - 2)
+	s->nodes[s->nnodes++] = "cpu";
+	s->nodes[s->nnodes++] = "gpu";
+	if (o->nflags.n + o->nodes.n + (argc - first) > MAX_NODE_NAMES - 2)
 		return usage_error("more than %s node names", "64");
-	for (int i = 0; i < nflags.n; i++)
-		s.nodes[s.nnodes++] = nflags.v[i];
+	for (int i = 0; i < o->nflags.n; i++)
+		s->nodes[s->nnodes++] = o->nflags.v[i];
 	for (int i = first; i < argc; i++)
-		s.nodes[s.nnodes++] = argv[i];
-	for (int i = 0; i < nodes.n; i++)
-		s.nodes[s.nnodes++] = nodes.v[i];
-	for (int i = 0; i < s.nnodes; i++)
-		if (s.nodes[i][0] == '\0')
+		s->nodes[s->nnodes++] = argv[i];
+	for (int i = 0; i < o->nodes.n; i++)
+		s->nodes[s->nnodes++] = o->nodes.v[i];
+	for (int i = 0; i < s->nnodes; i++)
+		if (s->nodes[i][0] == '\0')
 			return usage_error("empty node name%s", "");
+	return -1;
+}
 
-	hostfs_init(&h);
-	if (hostfs_setup(&h, host) < 0)
-		return usage_error("--host-prefix is too long%s", "");
-	if (!dry && !fflag) {
-		ret = run_controller(&s, &h, dtb, pfx, kubeconfig, node_name, resync_ms, oneshot, qps, burst);
-		free(s.names);
-		return ret;
-	}
-	rc = compute_labels(&s, &h, dtb);
+/* -d (print) and -f (write a features file): one pass. Returns the exit status. */
+static int dtl_once(struct dtl *s, const struct hostfs *h, const struct dtl_opts *o, const char *pfx)
+{
+	const char *features = o->features ? o->features : DEFAULT_FEATURES_FILE;
+	char *out = NULL, msg[2048], emsg[2048];
+	size_t outlen;
+	int rc, ret = 1;
+
+	rc = compute_labels(s, h, o->dtb);
 	if (rc < 0)
 		goto fail;
-	out = render(&s, pfx, dry ? ": " : "=", &outlen);
+	out = render(s, pfx, o->dry ? ": " : "=", &outlen);
 	if (!out) {
-		rc = fb_errinfo_set(&s.ei, FB_ENOMEM, 0, "labels", NULL);
+		rc = fb_errinfo_set(&s->ei, FB_ENOMEM, 0, "labels", NULL);
 		goto fail;
 	}
-	if (dry) {
+	if (o->dry) {
 		printf("Discovered the following devicetree properties:\n\n%s", out);
 		/* musl forgets a failed buffered write by the time of fflush */
 		if (fflush(stdout) != 0 || ferror(stdout)) {
-			LOG_E(&s.log, "writing to standard output failed");
+			LOG_E(&s->log, "writing to standard output failed");
 			goto done;
 		}
 		ret = 0;
 		goto done;
 	}
-	if (!features)
-		features = DEFAULT_FEATURES_FILE;
 	printf("Writing out discovered features to %s\n", features);
 	fflush(stdout);
-	rc = featfile_write(features, out, outlen, &s.ei);
+	rc = featfile_write(features, out, outlen, &s->ei);
 	if (rc < 0) {
-		fb_errinfo_str(&s.ei, msg, sizeof(msg));
-		LOG_E(&s.log, "failed to write feature labels: %s", log_escape(msg, strlen(msg), emsg, sizeof(emsg)));
+		fb_errinfo_str(&s->ei, msg, sizeof(msg));
+		LOG_E(&s->log, "failed to write feature labels: %s", log_escape(msg, strlen(msg), emsg, sizeof(emsg)));
 		goto done;
 	}
 	ret = 0;
 	goto done;
 fail:
-	fb_errinfo_str(&s.ei, msg, sizeof(msg));
-	LOG_E(&s.log, "%s", log_escape(msg, strlen(msg), emsg, sizeof(emsg)));
+	fb_errinfo_str(&s->ei, msg, sizeof(msg));
+	LOG_E(&s->log, "%s", log_escape(msg, strlen(msg), emsg, sizeof(emsg)));
 done:
 	free(out);
+	return ret;
+}
+
+int dt_labeller_main(int argc, char **argv)
+{
+	struct dtl s = { .nnodes = 0 };
+	struct dtl_opts o = { .prefix = "beta.devicetree.org", .resync_ms = 600000, .qps = 5, .burst = 10 };
+	struct hostfs h;
+	char pfx[LABELS_PREFIX_MAX + 2];
+	int first, rc, ret;
+
+	log_init(&s.log);
+	fb_errinfo_init(&s.ei);
+	rc = opt_parse(&dtl_spec, &o, argc, argv, &first);
+	if (rc == OPT_EXIT)
+		return 0;
+	if (rc < 0)
+		return rc == -FB_EUSAGE ? 2 : 1;
+	if ((rc = dtl_configure(&s, &o, first, argc, argv, pfx)) >= 0)
+		return rc;
+	hostfs_init(&h);
+	if (hostfs_setup(&h, o.host) < 0)
+		return usage_error("--host-prefix is too long%s", "");
+	if (!o.dry && !o.fflag)
+		ret = run_controller(&s, &h, o.dtb, pfx, o.kubeconfig, o.node_name, o.resync_ms, o.oneshot, o.qps,
+				     o.burst);
+	else
+		ret = dtl_once(&s, &h, &o, pfx);
 	free(s.names);
 	return ret;
 }

@@ -30,6 +30,7 @@
  */
 #include "applets.h"
 
+#include "../core/app.h"
 #include "../core/err.h"
 #include "../core/hostfs.h"
 #include "../core/http.h"
@@ -637,22 +638,6 @@ static int uevent_open(void)
 	return fd;
 }
 
-static void serve(void *ctx, const char *method, const char *path, struct http_reply *r)
-{
-	struct agent *a = ctx;
-
-	(void)method;
-	if (strcmp(path, "/healthz") == 0) {
-		r->status = 200;
-		http_reply_printf(r, "ok\n");
-	} else if (strcmp(path, "/readyz") == 0) {
-		r->status = a->ready ? 200 : 503;
-		http_reply_printf(r, a->ready ? "ok\n" : "not yet in sync\n");
-	} else if (strcmp(path, "/metrics") == 0) {
-		metrics_reply(&a->m, r);
-	}
-}
-
 /* ---- main --------------------------------------------------------------- */
 
 static int print_devices(const struct json *want)
@@ -677,116 +662,217 @@ static int print_devices(const struct json *want)
 	return rc;
 }
 
-int gpu_node_agent_main(int argc, char **argv)
+/* ---- options, setup, teardown -------------------------------------------- */
+
+struct agent_opts {
+	const char *kubeconfig, *host, *node_name, *cm, *vendors_file;
+	const char *probe_addr; /* --health-probe-bind-address */
+	struct opt_list pci_ids;
+	int oneshot, no_publish, seen_port;
+	long verbosity, port;
+	long long resync;
+};
+
+#define AO(member) offsetof(struct agent_opts, member)
+
+static const struct opt agent_optv[] = {
+	{ .lo = "kubeconfig", .kind = OPT_STR, .off = AO(kubeconfig), .arg = "PATH",
+	  .help = "kubeconfig (default $KUBECONFIG, in-cluster, ~/.kube/config)" },
+	{ .lo = "node-name", .kind = OPT_STR, .off = AO(node_name), .arg = "NAME",
+	  .help = "the node (default $NODE_NAME, else the host name)" },
+	{ .lo = "host-prefix", .kind = OPT_STR, .off = AO(host), .arg = "P",
+	  .help = "read host sys/proc/etc/usr at P+\"sys\"... (default /host- if /host-sys exists, else /)" },
+	{ .lo = "pci-ids", .kind = OPT_STRS, .off = AO(pci_ids), .arg = "PATH",
+	  .help = "pci.ids to use, first found wins (repeatable; default usr/share/{hwdata,misc,}/pci.ids on the host)" },
+	{ .lo = "vendors-configmap", .kind = OPT_STR, .off = AO(cm), .arg = "[NS/]NAME",
+	  .help = "vendor map ConfigMap, watched (default " DEFAULT_CM " in the agent's namespace)" },
+	{ .lo = "vendors-file", .kind = OPT_STR, .off = AO(vendors_file), .arg = "PATH",
+	  .help = "vendor map from a YAML/JSON file instead of the ConfigMap" },
+	{ .lo = "resync", .kind = OPT_DUR, .off = AO(resync), .min = 100, .arg = "DUR",
+	  .help = "re-read the server's objects and rescan this often (default 5m)" },
+	{ .lo = "port", .kind = OPT_INT, .off = AO(port), .seen = OPT_SEEN(struct agent_opts, seen_port), .min = 0,
+	  .max = 65535, .arg = "N",
+	  .help = "serve /healthz, /readyz and /metrics on this port (default 8081; 0: any free port)" },
+	{ .lo = "health-probe-bind-address", .kind = OPT_STR, .off = AO(probe_addr), .arg = "ADDR",
+	  .help = "serve them on HOST:PORT instead (\"127.0.0.1:8081\", \"[::1]:0\"; default "
+		  "$HEALTH_PROBE_BIND_ADDRESS, else \":\" and --port)" },
+	{ .lo = "oneshot", .kind = OPT_FLAG, .off = AO(oneshot),
+	  .help = "sync once and exit (1 if that failed)" },
+	{ .lo = "no-publish", .kind = OPT_FLAG, .off = AO(no_publish),
+	  .help = "with --oneshot: no API access; print the devices as a JSON array of status objects" },
+	{ .lo = "v", .so = 'v', .kind = OPT_INT, .off = AO(verbosity), .min = 0, .max = 10, .arg = "N",
+	  .help = "log verbosity" },
+};
+
+static const struct opt_spec agent_spec = { "gpu-node-agent", usage, agent_optv,
+					    sizeof(agent_optv) / sizeof(agent_optv[0]) };
+
+static const struct metrics_def agent_metrics[] = {
+	{ METRIC_GAUGE, "gpu_node_agent_build_info", "version=\"" FB_VERSION "\"",
+	  "Build information; the value is the start time", NULL, 0, offsetof(struct agent, m_build) },
+	{ METRIC_GAUGE, "gpu_node_agent_devices", "", "Devices found by the last scan", NULL, 0,
+	  offsetof(struct agent, m_devices) },
+	{ METRIC_COUNTER, "gpu_node_agent_syncs_total", "", "Passes that left the server in sync", NULL, 0,
+	  offsetof(struct agent, m_syncs) },
+	{ METRIC_COUNTER, "gpu_node_agent_sync_errors_total", "", "Passes that failed and were retried", NULL, 0,
+	  offsetof(struct agent, m_errors) },
+};
+
+/* Checks the flags and sets a up to the ID database. Returns -1 to go on,
+ * else the exit status (the message printed). addr: room for ":PORT". */
+static int agent_configure(struct agent *a, struct agent_opts *o, char *addr, size_t addr_size)
 {
 	static const char *const ids_rel[] = { "usr/share/hwdata/pci.ids", "usr/share/misc/pci.ids",
 					       "usr/share/pci.ids" };
-	struct agent a;
-	const char *kubeconfig = NULL, *host = NULL, *node_name = NULL, *cm = DEFAULT_CM;
-	struct opt_list pci_ids = { .n = 0 };
-	int oneshot = 0, no_publish = 0, rc, ret = 1;
-	long verbosity = 0, port = 8081;
-	long long resync = 5 * 60 * 1000;
 	struct fb_errinfo ei;
-	const char *probe_addr = NULL; /* --health-probe-bind-address */
-	int seen_port = 0;
-	char msg[1200], addr[32], hostname[256], idpaths[OPT_LIST_MAX][PATH_MAX];
+	char msg[1200], hostname[256], idpaths[OPT_LIST_MAX][PATH_MAX];
 	const char *idp[OPT_LIST_MAX];
 	size_t nid = 0;
-	struct opt opts[] = {
-		{ .lo = "kubeconfig", .kind = OPT_STR, .dst = &kubeconfig, .arg = "PATH",
-		  .help = "kubeconfig (default $KUBECONFIG, in-cluster, ~/.kube/config)" },
-		{ .lo = "node-name", .kind = OPT_STR, .dst = &node_name, .arg = "NAME",
-		  .help = "the node (default $NODE_NAME, else the host name)" },
-		{ .lo = "host-prefix", .kind = OPT_STR, .dst = &host, .arg = "P",
-		  .help = "read host sys/proc/etc/usr at P+\"sys\"... (default /host- if /host-sys exists, else /)" },
-		{ .lo = "pci-ids", .kind = OPT_STRS, .dst = &pci_ids, .arg = "PATH",
-		  .help = "pci.ids to use, first found wins (repeatable; default usr/share/{hwdata,misc,}/pci.ids on the host)" },
-		{ .lo = "vendors-configmap", .kind = OPT_STR, .dst = &cm, .arg = "[NS/]NAME",
-		  .help = "vendor map ConfigMap, watched (default " DEFAULT_CM " in the agent's namespace)" },
-		{ .lo = "vendors-file", .kind = OPT_STR, .dst = &a.vendors_file, .arg = "PATH",
-		  .help = "vendor map from a YAML/JSON file instead of the ConfigMap" },
-		{ .lo = "resync", .kind = OPT_DUR, .dst = &resync, .min = 100, .arg = "DUR",
-		  .help = "re-read the server's objects and rescan this often (default 5m)" },
-		{ .lo = "port", .kind = OPT_INT, .dst = &port, .seen = &seen_port, .min = 0, .max = 65535, .arg = "N",
-		  .help = "serve /healthz, /readyz and /metrics on this port (default 8081; 0: any free port)" },
-		{ .lo = "health-probe-bind-address", .kind = OPT_STR, .dst = &probe_addr, .arg = "ADDR",
-		  .help = "serve them on HOST:PORT instead (\"127.0.0.1:8081\", \"[::1]:0\"; default "
-			  "$HEALTH_PROBE_BIND_ADDRESS, else \":\" and --port)" },
-		{ .lo = "oneshot", .kind = OPT_FLAG, .dst = &oneshot,
-		  .help = "sync once and exit (1 if that failed)" },
-		{ .lo = "no-publish", .kind = OPT_FLAG, .dst = &no_publish,
-		  .help = "with --oneshot: no API access; print the devices as a JSON array of status objects" },
-		{ .lo = "v", .so = 'v', .kind = OPT_INT, .dst = &verbosity, .min = 0, .max = 10, .arg = "N",
-		  .help = "log verbosity" },
-	};
-	const struct opt_spec spec = { "gpu-node-agent", usage, opts, sizeof(opts) / sizeof(opts[0]) };
+
+	if (o->no_publish && !o->oneshot) {
+		fprintf(stderr, "gpu-node-agent: --no-publish needs --oneshot\n");
+		return 2;
+	}
+	if (o->probe_addr && o->seen_port) {
+		fprintf(stderr, "gpu-node-agent: give --port or --health-probe-bind-address, not both\n");
+		return 2;
+	}
+	if (!o->probe_addr && !o->seen_port && (o->probe_addr = getenv("HEALTH_PROBE_BIND_ADDRESS")) &&
+	    !*o->probe_addr)
+		o->probe_addr = NULL;
+	if (!o->probe_addr) {
+		snprintf(addr, addr_size, ":%ld", o->port);
+		o->probe_addr = addr;
+	}
+	fb_errinfo_init(&ei);
+	if (http_addr_check(o->probe_addr, &ei) < 0) {
+		fprintf(stderr, "gpu-node-agent: health probe bind address %s\n", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		return 1;
+	}
+	a->log.v = (int)o->verbosity;
+	a->resync_ms = o->resync;
+	a->vendors_file = o->vendors_file;
+	hostfs_init(&a->h);
+	if (hostfs_setup(&a->h, o->host) < 0) {
+		fprintf(stderr, "gpu-node-agent: --host-prefix is too long\n");
+		return 2;
+	}
+	snprintf(a->node, sizeof(a->node), "%s", app_node_name(o->node_name, hostname, sizeof(hostname)));
+	if (!labels_valid_prefix(a->node, strlen(a->node)) || strlen(a->node) > LABELS_NAME_MAX) {
+		LOG_E(&a->log, "node name \"%s\" is not a valid node name and label value", a->node);
+		return 2;
+	}
+	/* the ID database: --pci-ids as given, else the host's usual places */
+	if (o->pci_ids.n) {
+		for (int i = 0; i < o->pci_ids.n; i++)
+			idp[nid++] = o->pci_ids.v[i];
+	} else {
+		for (size_t i = 0; i < sizeof(ids_rel) / sizeof(ids_rel[0]); i++)
+			if (hostfs_resolve(&a->h, ids_rel[i], idpaths[nid], sizeof(idpaths[nid])) >= 0) {
+				idp[nid] = idpaths[nid];
+				nid++;
+			}
+	}
+	if (ids_open(&a->ids, IDS_PCI, idp, nid, &a->log) < 0)
+		return 1;
+	return -1;
+}
+
+/* --no-publish: scan once and print. Returns the exit status. */
+static int agent_print(struct agent *a)
+{
+	struct json *want;
+	int ret;
+
+	if (!a->vm_ready) {
+		LOG_W(&a->log, "no --vendors-file: using the built-in vendors amd=1002, intel=8086, nvidia=10de");
+		pgpu_vmap_default(&a->vm);
+	}
+	want = discover(a);
+	/* names are read only when a device needs one: 0 lines on a node without GPUs */
+	LOG_V(&a->log, 1, "pci.ids: %lu lines parsed", ids_lines_parsed(a->ids));
+	ret = want ? print_devices(want) : 1;
+	FREE_AT_EXIT(json_free(want));
+	return ret;
+}
+
+/* The loop, the API client, the ConfigMap's name. Returns -1 to go on, else
+ * the exit status (logged). */
+static int agent_connect(struct agent *a, const struct agent_opts *o)
+{
+	struct kube_opts ko;
+	struct fb_errinfo ei;
+	const char *slash = strchr(o->cm, '/');
+	char msg[1200];
+	unsigned seed;
+	int rc;
+
+	fb_errinfo_init(&ei);
+	kube_opts_init(&ko);
+	ko.kubeconfig = o->kubeconfig;
+	if (!o->oneshot) { /* the loop retries: a request must not hold the probes for minutes */
+		ko.max_attempts = 1;
+		ko.timeout_ms = 5000;
+	}
+	if ((rc = loop_new(&a->l, &ei)) == 0)
+		rc = kube_connect(&a->k, &ko, &a->log, loop_cancel_fd(a->l), a->cm_ns, sizeof(a->cm_ns), &ei);
+	if (rc < 0) {
+		LOG_E(&a->log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		return 1;
+	}
+	if (slash)
+		snprintf(a->cm_ns, sizeof(a->cm_ns), "%.*s", (int)(slash - o->cm), o->cm);
+	snprintf(a->cm_name, sizeof(a->cm_name), "%s", slash ? slash + 1 : o->cm);
+	if (!labels_valid_prefix(a->cm_name, strlen(a->cm_name)) || !labels_valid_prefix(a->cm_ns, strlen(a->cm_ns))) {
+		fprintf(stderr, "gpu-node-agent: --vendors-configmap: \"%s\" is not [NAMESPACE/]NAME\n", o->cm);
+		return 2;
+	}
+	seed = (unsigned)time(NULL) ^ (unsigned)loop_now_ms();
+	for (const char *p = a->node; *p; p++)
+		seed = seed * 31 + (unsigned char)*p;
+	kube_backoff_init(&a->bo, ko.backoff_base_ms, ko.backoff_max_ms, seed);
+	return -1;
+}
+
+static int ready_cb(void *ctx)
+{
+	return ((struct agent *)ctx)->ready;
+}
+
+static void agent_free(struct agent *a)
+{
+	if (a->nl_fd >= 0)
+		close(a->nl_fd);
+	informer_free(&a->cm);
+	http_server_free(a->srv);
+	json_free(a->server);
+	json_free(a->node_labels);
+	json_free(a->node_info);
+	kube_free(a->k);
+	loop_free(a->l);
+	ids_free(a->ids);
+}
+
+int gpu_node_agent_main(int argc, char **argv)
+{
+	struct agent a;
+	struct agent_opts o = { .cm = DEFAULT_CM, .port = 8081, .resync = 5 * 60 * 1000 };
+	struct app_probes probes;
+	char addr[32], where[96];
+	int rc, ret = 1;
 
 	memset(&a, 0, sizeof(a));
 	a.nl_fd = -1;
 	log_init(&a.log);
 	metrics_init(&a.m);
-	if ((rc = opt_parse_only(&spec, argc, argv)) >= 0)
+	if ((rc = opt_parse_only(&agent_spec, &o, argc, argv)) >= 0)
 		return rc;
-	if (no_publish && !oneshot) {
-		fprintf(stderr, "gpu-node-agent: --no-publish needs --oneshot\n");
-		return 2;
-	}
-	if (probe_addr && seen_port) {
-		fprintf(stderr, "gpu-node-agent: give --port or --health-probe-bind-address, not both\n");
-		return 2;
-	}
-	if (!probe_addr && !seen_port && (probe_addr = getenv("HEALTH_PROBE_BIND_ADDRESS")) && !*probe_addr)
-		probe_addr = NULL;
-	if (!probe_addr) {
-		snprintf(addr, sizeof(addr), ":%ld", port);
-		probe_addr = addr;
-	}
-	fb_errinfo_init(&ei);
-	if (http_addr_check(probe_addr, &ei) < 0) {
-		fprintf(stderr, "gpu-node-agent: health probe bind address %s\n", fb_errinfo_str(&ei, msg, sizeof(msg)));
-		return 1;
-	}
-	a.log.v = (int)verbosity;
-	a.resync_ms = resync;
-	hostfs_init(&a.h);
-	if (hostfs_setup(&a.h, host) < 0) {
-		fprintf(stderr, "gpu-node-agent: --host-prefix is too long\n");
-		return 2;
-	}
-	if (!node_name || !*node_name)
-		node_name = getenv("NODE_NAME");
-	if (!node_name || !*node_name) {
-		if (gethostname(hostname, sizeof(hostname)) < 0)
-			hostname[0] = '\0';
-		hostname[sizeof(hostname) - 1] = '\0';
-		node_name = hostname;
-	}
-	snprintf(a.node, sizeof(a.node), "%s", node_name);
-	if (!labels_valid_prefix(a.node, strlen(a.node)) || strlen(a.node) > LABELS_NAME_MAX) {
-		LOG_E(&a.log, "node name \"%s\" is not a valid node name and label value", a.node);
-		return 2;
-	}
-	/* the ID database: --pci-ids as given, else the host's usual places */
-	if (pci_ids.n) {
-		for (int i = 0; i < pci_ids.n; i++)
-			idp[nid++] = pci_ids.v[i];
-	} else {
-		for (size_t i = 0; i < sizeof(ids_rel) / sizeof(ids_rel[0]); i++)
-			if (hostfs_resolve(&a.h, ids_rel[i], idpaths[nid], sizeof(idpaths[nid])) >= 0) {
-				idp[nid] = idpaths[nid];
-				nid++;
-			}
-	}
-	if (ids_open(&a.ids, IDS_PCI, idp, nid, &a.log) < 0)
+	if ((rc = agent_configure(&a, &o, addr, sizeof(addr))) >= 0) {
+		ret = rc;
 		goto out;
-	a.m_build = metrics_add(&a.m, METRIC_GAUGE, "gpu_node_agent_build_info", "version=\"" FB_VERSION "\"",
-				"Build information; the value is the start time");
+	}
+	metrics_add_table(&a.m, agent_metrics, sizeof(agent_metrics) / sizeof(agent_metrics[0]), &a);
 	metrics_set(&a.m, a.m_build, (double)time(NULL));
-	a.m_devices = metrics_add(&a.m, METRIC_GAUGE, "gpu_node_agent_devices", "", "Devices found by the last scan");
-	a.m_syncs = metrics_add(&a.m, METRIC_COUNTER, "gpu_node_agent_syncs_total", "", "Passes that left the server in sync");
-	a.m_errors = metrics_add(&a.m, METRIC_COUNTER, "gpu_node_agent_sync_errors_total", "",
-				 "Passes that failed and were retried");
 	if (!(a.node_info = pgpu_node_info(&a.h, a.node, &a.log)))
 		goto out;
 	if (a.vendors_file) {
@@ -796,67 +882,25 @@ int gpu_node_agent_main(int argc, char **argv)
 		}
 		a.vm_ready = 1;
 	}
-
-	if (no_publish) {
-		struct json *want;
-
-		if (!a.vm_ready) {
-			LOG_W(&a.log, "no --vendors-file: using the built-in vendors amd=1002, intel=8086, nvidia=10de");
-			pgpu_vmap_default(&a.vm);
-		}
-		want = discover(&a);
-		/* names are read only when a device needs one: 0 lines on a node without GPUs */
-		LOG_V(&a.log, 1, "pci.ids: %lu lines parsed", ids_lines_parsed(a.ids));
-		ret = want ? print_devices(want) : 1;
-		FREE_AT_EXIT(json_free(want));
+	if (o.no_publish) {
+		ret = agent_print(&a);
 		goto out;
 	}
-
-	{
-		struct kube_opts ko;
-		const char *slash = strchr(cm, '/');
-
-		kube_opts_init(&ko);
-		ko.kubeconfig = kubeconfig;
-		if (!oneshot) { /* the loop retries: a request must not hold the probes for minutes */
-			ko.max_attempts = 1;
-			ko.timeout_ms = 5000;
-		}
-		if ((rc = loop_new(&a.l, &ei)) == 0)
-			rc = kube_connect(&a.k, &ko, &a.log, loop_cancel_fd(a.l), a.cm_ns, sizeof(a.cm_ns), &ei);
-		if (rc < 0) {
-			LOG_E(&a.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-			goto out;
-		}
-		if (slash)
-			snprintf(a.cm_ns, sizeof(a.cm_ns), "%.*s", (int)(slash - cm), cm);
-		snprintf(a.cm_name, sizeof(a.cm_name), "%s", slash ? slash + 1 : cm);
-		if (!labels_valid_prefix(a.cm_name, strlen(a.cm_name)) || !labels_valid_prefix(a.cm_ns, strlen(a.cm_ns))) {
-			fprintf(stderr, "gpu-node-agent: --vendors-configmap: \"%s\" is not [NAMESPACE/]NAME\n", cm);
-			ret = 2;
-			goto out;
-		}
-		{
-			unsigned seed = (unsigned)time(NULL) ^ (unsigned)loop_now_ms();
-
-			for (const char *p = a.node; *p; p++)
-				seed = seed * 31 + (unsigned char)*p;
-			kube_backoff_init(&a.bo, ko.backoff_base_ms, ko.backoff_max_ms, seed);
-		}
+	if ((rc = agent_connect(&a, &o)) >= 0) {
+		ret = rc;
+		goto out;
 	}
-	if (oneshot) {
+	if (o.oneshot) {
 		struct json *want = NULL;
 
-		ret = 1;
 		if ((a.vm_ready || cm_get(&a) == 0) && (want = discover(&a)) && sync_all(&a, want) == 0)
 			ret = 0;
 		json_free(want);
 		goto out;
 	}
-	if (http_server_new(&a.srv, a.l, probe_addr, serve, &a, &ei) < 0)
-		LOG_E(&a.log, "serving /healthz and /metrics: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-	else
-		LOG_I(&a.log, "serving /healthz, /readyz and /metrics on port %d (%s)", http_server_port(a.srv), probe_addr);
+	probes = (struct app_probes){ .mx = &a.m, .ready = ready_cb, .ctx = &a, .waiting = "not yet in sync\n" };
+	snprintf(where, sizeof(where), " (%.80s)", o.probe_addr);
+	app_serve(&a.srv, a.l, o.probe_addr, &probes, &a.log, "/healthz, /readyz and /metrics", where);
 	a.nl_fd = uevent_open();
 	if (a.nl_fd < 0 || loop_watch(a.l, a.nl_fd, POLLIN, on_uevent, &a) < 0)
 		LOG_W(&a.log, "no kernel uevents (%s): PCI changes are seen every --resync only", strerror(errno));
@@ -866,15 +910,6 @@ int gpu_node_agent_main(int argc, char **argv)
 	LOG_I(&a.log, "stopping (signal %d)", loop_signal(a.l));
 	ret = 0;
 out:
-	if (a.nl_fd >= 0)
-		close(a.nl_fd);
-	informer_free(&a.cm);
-	http_server_free(a.srv);
-	json_free(a.server);
-	json_free(a.node_labels);
-	json_free(a.node_info);
-	kube_free(a.k);
-	loop_free(a.l);
-	ids_free(a.ids);
+	agent_free(&a);
 	return ret;
 }

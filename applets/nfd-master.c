@@ -95,6 +95,7 @@
  */
 #include "applets.h"
 
+#include "../core/app.h"
 #include "../core/err.h"
 #include "../core/features.h"
 #include "../core/http.h"
@@ -735,223 +736,6 @@ static int prune(struct master *m)
 	return p.failed ? 1 : 0;
 }
 
-/* ---- serving ------------------------------------------------------------ */
-
-static void serve(void *ctx, const char *method, const char *path, struct http_reply *r)
-{
-	struct master *m = ctx;
-
-	(void)method;
-	if (strcmp(path, "/healthz") == 0 || strcmp(path, "/livez") == 0) {
-		r->status = 200;
-		http_reply_printf(r, "ok\n");
-	} else if (strcmp(path, "/readyz") == 0) {
-		r->status = synced(m) ? 200 : 503;
-		http_reply_printf(r, synced(m) ? "ok\n" : "waiting for the first complete list\n");
-	} else if (strcmp(path, "/metrics") == 0) {
-		metrics_reply(&m->mx, r);
-	}
-}
-
-/* ---- configuration ------------------------------------------------------ */
-
-struct mconf {
-	int no_publish, enable_taints, allow_overwrite, auto_default_ns;
-	int disable_labels, disable_annotations, disable_ers, deny_nf_labels;
-	char ns_query[NS_QUERY_MAX];       /* restrictions.nodeFeatureNamespaceSelector, encoded */
-	struct json *extra_ns, *deny_ns;   /* borrowed from the parsed tree */
-	const char *whitelist;
-	long long resync_ms, lease_ms, renew_ms, retry_ms;
-	long page_size, klog_v;
-	int have_klog_v;
-};
-
-/* A member by name, exact first, then ignoring ASCII case (Go's encoding/json). */
-static const struct json *ci_get(const struct json *o, const char *key)
-{
-	const struct json *c = json_get(o, key);
-
-	for (const struct json *e = json_child(o); !c && e; e = json_next(e))
-		if (strcasecmp(json_key(e), key) == 0)
-			c = e;
-	return c;
-}
-
-static int conf_dur(const struct json *v, long long *ms, const char *key, struct fb_errinfo *ei)
-{
-	long long ns;
-
-	if (!v || json_type(v) == JSON_NULL)
-		return 0;
-	if (json_type(v) == JSON_NUMBER && json_int(v, &ns) == 0) {
-		*ms = ns / 1000000;
-		return 0;
-	}
-	if (!json_str(v) || nfdconf_parse_duration(json_str(v), &ns) < 0)
-		return fb_errinfo_set(ei, FB_EINVAL, 0, key, "not a duration (like 1h, 90s)");
-	*ms = ns / 1000000;
-	return 0;
-}
-
-static int conf_bool(const struct json *v, int *out, const char *key, struct fb_errinfo *ei)
-{
-	if (!v || json_type(v) == JSON_NULL)
-		return 0;
-	if (json_bool(v) < 0)
-		return fb_errinfo_set(ei, FB_EINVAL, 0, key, "not true or false");
-	*out = json_bool(v);
-	return 0;
-}
-
-static int conf_list(const struct json *v, struct json **out, const char *key, struct fb_errinfo *ei)
-{
-	if (!v || json_type(v) == JSON_NULL)
-		return 0;
-	if (json_type(v) != JSON_ARRAY)
-		return fb_errinfo_set(ei, FB_EINVAL, 0, key, "not a list");
-	for (const struct json *c = json_child(v); c; c = json_next(c))
-		if (!json_str(c))
-			return fb_errinfo_set(ei, FB_EINVAL, 0, key, "list items must be strings");
-	*out = (struct json *)v;
-	return 0;
-}
-
-/* restrictions.*: every upstream key is implemented. One this master does not
- * know (a newer upstream's, a typo) is an error, never ignored: a restriction
- * skipped fails open. */
-static int conf_restrictions(struct mconf *c, const struct json *r, struct fb_errinfo *ei)
-{
-	static const char *const known[] = { "allowOverwrite", "disableLabels", "disableAnnotations",
-					     "disableExtendedResources", "denyNodeFeatureLabels",
-					     "nodeFeatureNamespaceSelector" };
-	int *const dst[] = { &c->allow_overwrite, &c->disable_labels, &c->disable_annotations, &c->disable_ers,
-			     &c->deny_nf_labels };
-	char key[128];
-	int rc;
-
-	if (!r || json_type(r) == JSON_NULL)
-		return 0;
-	if (json_type(r) != JSON_OBJECT)
-		return fb_errinfo_set(ei, FB_EINVAL, 0, "restrictions", "not a mapping");
-	for (const struct json *e = json_child(r); e; e = json_next(e)) {
-		size_t i;
-
-		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-			if (strcasecmp(json_key(e), known[i]) == 0)
-				break;
-		if (i == sizeof(known) / sizeof(known[0])) {
-			snprintf(key, sizeof(key), "restrictions.%.100s", json_key(e));
-			return fb_errinfo_set(ei, FB_EINVAL, 0, key,
-					      "not implemented: refusing to start (ignoring a restriction would fail open)");
-		}
-	}
-	for (size_t i = 0; i < sizeof(dst) / sizeof(dst[0]); i++) {
-		snprintf(key, sizeof(key), "restrictions.%s", known[i]);
-		if ((rc = conf_bool(ci_get(r, known[i]), dst[i], key, ei)) < 0)
-			return rc;
-	}
-	if (ci_get(r, "nodeFeatureNamespaceSelector")) {
-		struct fb_errinfo sei;
-
-		fb_errinfo_init(&sei);
-		rc = kube_label_selector(ci_get(r, "nodeFeatureNamespaceSelector"), c->ns_query, sizeof(c->ns_query),
-					 &sei);
-		if (rc < 0) {
-			char d[sizeof(ei->detail)];
-
-			if (rc == -FB_E2BIG)
-				snprintf(d, sizeof(d), "longer than %d bytes as an encoded labelSelector",
-					 NS_QUERY_MAX - 1);
-			else
-				snprintf(d, sizeof(d), "%.50s: %.100s", sei.what, sei.detail);
-			return fb_errinfo_set(ei, FB_EINVAL, 0, "restrictions.nodeFeatureNamespaceSelector", d);
-		}
-	}
-	return 0;
-}
-
-static const char *const conf_keys[] = {
-	"noPublish", "extraLabelNs", "denyLabelNs", "enableTaints", "labelWhiteList", "resyncPeriod",
-	"leaderElection", "nfdApiParallelism", "informerPageSize", "klog", "restrictions",
-	"autoDefaultNs",
-};
-
-/* Applies one parsed nfd-master.conf (or --options) over c. */
-static int conf_apply(struct mconf *c, const struct json *doc, const char *what, const struct fb_log *lg,
-		      struct fb_errinfo *ei)
-{
-	const struct json *le, *v;
-	long long n;
-	int rc = 0;
-
-	if (!doc || json_type(doc) == JSON_NULL)
-		return 0;
-	if (json_type(doc) != JSON_OBJECT)
-		return fb_errinfo_set(ei, FB_EINVAL, 0, what, "not a mapping of options");
-	for (const struct json *e = json_child(doc); e; e = json_next(e)) {
-		size_t i;
-
-		for (i = 0; i < sizeof(conf_keys) / sizeof(conf_keys[0]); i++)
-			if (strcasecmp(json_key(e), conf_keys[i]) == 0)
-				break;
-		if (i == sizeof(conf_keys) / sizeof(conf_keys[0]))
-			LOG_W(lg, "%s: unknown key %s, ignored", what, json_key(e));
-	}
-	if ((rc = conf_bool(ci_get(doc, "noPublish"), &c->no_publish, "noPublish", ei)) < 0 ||
-	    (rc = conf_bool(ci_get(doc, "enableTaints"), &c->enable_taints, "enableTaints", ei)) < 0 ||
-	    (rc = conf_list(ci_get(doc, "extraLabelNs"), &c->extra_ns, "extraLabelNs", ei)) < 0 ||
-	    (rc = conf_list(ci_get(doc, "denyLabelNs"), &c->deny_ns, "denyLabelNs", ei)) < 0 ||
-	    (rc = conf_dur(ci_get(doc, "resyncPeriod"), &c->resync_ms, "resyncPeriod", ei)) < 0)
-		goto out;
-	if ((v = ci_get(doc, "labelWhiteList")) && json_type(v) != JSON_NULL) {
-		if (!json_str(v)) {
-			rc = fb_errinfo_set(ei, FB_EINVAL, 0, "labelWhiteList", "not a string");
-			goto out;
-		}
-		c->whitelist = json_str(v);
-	}
-	if ((le = ci_get(doc, "leaderElection"))) {
-		if ((rc = conf_dur(ci_get(le, "leaseDuration"), &c->lease_ms, "leaderElection.leaseDuration", ei)) < 0 ||
-		    (rc = conf_dur(ci_get(le, "renewDeadline"), &c->renew_ms, "leaderElection.renewDeadline", ei)) < 0 ||
-		    (rc = conf_dur(ci_get(le, "retryPeriod"), &c->retry_ms, "leaderElection.retryPeriod", ei)) < 0)
-			goto out;
-	}
-	if ((v = ci_get(doc, "informerPageSize")) && json_type(v) != JSON_NULL) {
-		if (json_int(v, &n) < 0 || n < 0 || n > 100000) {
-			rc = fb_errinfo_set(ei, FB_EINVAL, 0, "informerPageSize", "not a number from 0 to 100000");
-			goto out;
-		}
-		c->page_size = (long)n;
-	}
-	if ((v = ci_get(ci_get(doc, "klog"), "v")) && json_type(v) != JSON_NULL) {
-		if (json_int(v, &n) < 0 && (!json_str(v) || (n = strtol(json_str(v), NULL, 10)) < 0)) {
-			rc = fb_errinfo_set(ei, FB_EINVAL, 0, "klog.v", "not a number");
-			goto out;
-		}
-		c->klog_v = (long)n;
-		c->have_klog_v = 1;
-	}
-	if ((rc = conf_restrictions(c, ci_get(doc, "restrictions"), ei)) < 0)
-		goto out;
-	/* v0.17-v0.18: false is DisableAutoPrefix, which is not implemented */
-	if ((rc = conf_bool(ci_get(doc, "autoDefaultNs"), &c->auto_default_ns, "autoDefaultNs", ei)) < 0)
-		goto out;
-	if (!c->auto_default_ns) {
-		rc = fb_errinfo_set(ei, FB_EINVAL, 0, "autoDefaultNs",
-				    "false is not implemented (names always get feature.node.kubernetes.io/): "
-				    "refusing to start");
-		goto out;
-	}
-out:
-	if (rc < 0) {
-		char d[sizeof(ei->detail)];
-
-		snprintf(d, sizeof(d), "%.60s: %.95s", ei->what, ei->detail);
-		fb_errinfo_set(ei, -rc, 0, what, d);
-	}
-	return rc;
-}
-
 /* ---- feature gates ------------------------------------------------------ */
 
 /* --feature-gates "Name=bool,...", upstream's gates. Returns 0 to run, 1 for
@@ -1023,229 +807,296 @@ static int check_feature_gates(const char *list, const struct fb_log *lg)
 	return 0;
 }
 
-/* ---- main --------------------------------------------------------------- */
+/* ---- options and configuration ------------------------------------------ */
 
-static void list_to_argv(const struct json *l, const char **v, size_t *n, size_t max)
+struct master_opts {
+	const char *config, *options, *kubeconfig, *bind_ip, *instance, *whitelist, *feature_gates;
+	int prune, leader, taints, no_publish;
+	int seen_v, seen_resync, seen_page;
+	struct opt_list extra, deny;
+	long verbosity, port, page_size, parallelism;
+	long long resync, gc_interval;
+};
+
+#define MO(member) offsetof(struct master_opts, member)
+
+static const struct opt master_optv[] = {
+	{ .lo = "config", .kind = OPT_STR, .off = MO(config), .arg = "PATH",
+	  .help = "config file (default " DEFAULT_CONFIG "; missing = defaults)" },
+	{ .lo = "options", .kind = OPT_STR, .off = MO(options), .arg = "YAML",
+	  .help = "config in the file's format, applied over the file" },
+	{ .lo = "kubeconfig", .kind = OPT_STR, .off = MO(kubeconfig), .arg = "PATH",
+	  .help = "kubeconfig (default $KUBECONFIG, in-cluster, ~/.kube/config)" },
+	{ .lo = "port", .kind = OPT_INT, .off = MO(port), .min = 0, .max = 65535, .arg = "N",
+	  .help = "serve /metrics, /healthz and /readyz on this port (default 8080; 0: any)" },
+	{ .lo = "bind-address", .kind = OPT_STR, .off = MO(bind_ip), .arg = "IP",
+	  .help = "serve them on this address only (ours; default every interface)" },
+	{ .lo = "instance", .kind = OPT_STR, .off = MO(instance), .arg = "NAME",
+	  .help = "prefix the bookkeeping annotations with NAME. (several masters)" },
+	{ .lo = "prune", .kind = OPT_FLAG, .off = MO(prune),
+	  .help = "remove everything NFD put on all nodes, then exit" },
+	{ .lo = "enable-leader-election", .kind = OPT_FLAG, .off = MO(leader),
+	  .help = "several replicas: only the Lease holder writes" },
+	{ .lo = "extra-label-ns", .kind = OPT_LIST, .off = MO(extra), .arg = "LIST",
+	  .help = "namespaces allowed although denied (comma list)" },
+	{ .lo = "deny-label-ns", .kind = OPT_LIST, .off = MO(deny), .arg = "LIST",
+	  .help = "namespaces denied (comma list; *.example.com: suffix)" },
+	{ .lo = "label-whitelist", .kind = OPT_STR, .off = MO(whitelist), .arg = "REGEX",
+	  .help = "only label names (after the /) matching REGEX" },
+	{ .lo = "enable-taints", .kind = OPT_FLAG, .off = MO(taints),
+	  .help = "apply the taints of NodeFeatureRules" },
+	{ .lo = "no-publish", .kind = OPT_FLAG, .off = MO(no_publish),
+	  .help = "compute and log, write nothing" },
+	{ .lo = "resync-period", .kind = OPT_DUR, .off = MO(resync), .seen = OPT_SEEN(struct master_opts, seen_resync),
+	  .min = 1000, .arg = "DUR", .help = "update every node this often (default 1h)" },
+	{ .lo = "gc-interval", .kind = OPT_DUR, .off = MO(gc_interval), .min = 1000, .arg = "DUR",
+	  .help = "delete NodeFeatures of deleted nodes this often (default 1h)" },
+	{ .lo = "informer-page-size", .kind = OPT_INT, .off = MO(page_size),
+	  .seen = OPT_SEEN(struct master_opts, seen_page), .min = 0, .max = 100000, .arg = "N",
+	  .help = "list page size (default 50; 0: no paging)" },
+	{ .lo = "list-page-size", .kind = OPT_INT, .off = MO(page_size),
+	  .seen = OPT_SEEN(struct master_opts, seen_page), .min = 0, .max = 100000, .arg = "N",
+	  .help = "the same as --informer-page-size" },
+	{ .lo = "nfd-api-parallelism", .kind = OPT_INT, .off = MO(parallelism), .min = 1, .max = 1000,
+	  .arg = "N", .help = "accepted for compatibility (updates are sequential)" },
+	{ .lo = "feature-gates", .kind = OPT_STR, .off = MO(feature_gates), .arg = "LIST",
+	  .help = "upstream's gates at their defaults; NodeFeatureGroupAPI=true warns" },
+	{ .lo = "v", .so = 'v', .kind = OPT_INT, .off = MO(verbosity), .seen = OPT_SEEN(struct master_opts, seen_v),
+	  .min = 0, .max = 10, .arg = "N", .help = "log verbosity" },
+};
+
+static const struct opt_spec master_spec = { "nfd-master", usage, master_optv,
+					     sizeof(master_optv) / sizeof(master_optv[0]) };
+
+#define MI(member) offsetof(struct master, member)
+
+static const double rule_buckets[] = { 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01 };
+
+static const struct metrics_def master_metrics[] = {
+	{ METRIC_GAUGE, "nfd_master_build_info", "version=\"" FB_VERSION "\"",
+	  "Build information; the value is the start time", NULL, 0, MI(m_build) },
+	{ METRIC_COUNTER, "nfd_master_node_update_requests_total", "", "Node updates attempted", NULL, 0,
+	  MI(m_requests) },
+	{ METRIC_COUNTER, "nfd_master_node_updates_total", "", "Node updates that changed the node", NULL, 0,
+	  MI(m_updates) },
+	{ METRIC_COUNTER, "nfd_master_node_update_failures_total", "",
+	  "Nodes that failed to update 15 times in a row", NULL, 0, MI(m_failures) },
+	{ METRIC_COUNTER, "nfd_master_node_labels_rejected_total", "",
+	  "Labels rejected by the namespace policy, whitelist or syntax", NULL, 0, MI(m_rej_labels) },
+	{ METRIC_COUNTER, "nfd_master_node_extendedresources_rejected_total", "", "Extended resources rejected",
+	  NULL, 0, MI(m_rej_ers) },
+	{ METRIC_COUNTER, "nfd_master_node_taints_rejected_total", "", "Taints rejected", NULL, 0,
+	  MI(m_rej_taints) },
+	{ METRIC_HISTOGRAM, "nfd_master_nodefeaturerule_processing_duration_seconds", "",
+	  "Time to run one NodeFeatureRule on one node", rule_buckets,
+	  sizeof(rule_buckets) / sizeof(rule_buckets[0]), MI(m_rule_time) },
+	{ METRIC_COUNTER, "nfd_master_nodefeaturerule_processing_errors_total", "",
+	  "Rules that were broken or failed on a node", NULL, 0, MI(m_rule_errors) },
+	{ METRIC_COUNTER, "nfd_gc_objects_deleted_total", "kind=\"NodeFeature\"", "Objects of deleted nodes removed",
+	  NULL, 0, MI(m_gc_deleted) },
+	{ METRIC_COUNTER, "nfd_gc_object_delete_failures_total", "kind=\"NodeFeature\"", "Deletions that failed",
+	  NULL, 0, MI(m_gc_failed) },
+	{ METRIC_GAUGE, "nfd_master_leader", "", "1 while this replica may write", NULL, 0, MI(m_leader) },
+	{ METRIC_COUNTER, "nfd_master_nodefeatures_rejected_total", "",
+	  "NodeFeatures refused whole: over 1.5 MiB of JSON or over 10,000 labels", NULL, 0, MI(m_rej_nfs) },
+};
+
+_Static_assert(NS_QUERY_MAX == NFDCONF_NS_QUERY_MAX, "one selector size");
+
+/* What main owns besides struct master: the options, the config, and what
+ * m->pol borrows from them. */
+struct master_run {
+	struct master_opts o;
+	struct nfd_master_config c;
+	const char *extra_v[2 * OPT_LIST_MAX], *deny_v[2 * OPT_LIST_MAX];
+	char addr[80], ident[320], host[256], where[96];
+	struct app_probes probes;
+};
+
+static int ready_cb(void *ctx)
 {
-	for (const struct json *c = json_child(l); c && *n < max; c = json_next(c))
-		v[(*n)++] = json_str(c);
+	return synced(ctx);
 }
+
+static void list_join(const struct nfd_strlist *cfg, const struct opt_list *flag, const char **v, size_t *n)
+{
+	for (size_t i = 0; i < cfg->n && *n < OPT_LIST_MAX; i++)
+		v[(*n)++] = cfg->v[i];
+	for (int i = 0; i < flag->n; i++)
+		v[(*n)++] = flag->v[i];
+}
+
+/* Checks the flags and layers defaults < file < --options < flags into m.
+ * Returns -1 to go on, else the exit status (the message logged). */
+static int master_configure(struct master *m, struct master_run *r)
+{
+	struct master_opts *o = &r->o;
+	struct nfd_master_config *c = &r->c;
+	struct fb_errinfo ei;
+	char msg[1300];
+	int rc;
+
+	fb_errinfo_init(&ei);
+	if (http_addr_join(r->addr, sizeof(r->addr), o->bind_ip, o->port, &ei) < 0) {
+		fprintf(stderr, "nfd-master: --bind-address %s\n", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		return 1;
+	}
+	m->log.v = (int)o->verbosity;
+	if (*o->instance && !labels_valid_name(o->instance, strlen(o->instance))) {
+		fprintf(stderr, "nfd-master: --instance \"%s\": must be 1-63 of [A-Za-z0-9._-], alphanumeric at both ends\n",
+			o->instance);
+		return 2;
+	}
+	if ((rc = check_feature_gates(o->feature_gates, &m->log)) != 0)
+		return rc;
+	fb_errinfo_init(&ei);
+	if (nfdconf_master_load_file(c, o->config, &m->log, &ei) < 0 ||
+	    (o->options && nfdconf_master_apply_yaml(c, o->options, strlen(o->options), "--options", &m->log, &ei) < 0)) {
+		LOG_E(&m->log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		return 1;
+	}
+	if (!o->seen_v && c->have_klog_v)
+		m->log.v = (int)c->klog_v;
+	m->no_publish = o->no_publish || c->no_publish;
+	m->leader_election = o->leader;
+	m->resync_ms = o->seen_resync ? o->resync : c->resync_ms;
+	if (m->resync_ms < 1000)
+		m->resync_ms = 1000;
+	m->gc_ms = o->gc_interval;
+	m->pol.instance = o->instance;
+	m->pol.extra_ns = r->extra_v;
+	list_join(&c->extra_ns, &o->extra, r->extra_v, &m->pol.n_extra);
+	m->pol.deny_ns = r->deny_v;
+	list_join(&c->deny_ns, &o->deny, r->deny_v, &m->pol.n_deny);
+	m->pol.enable_taints = o->taints || c->enable_taints;
+	m->pol.allow_overwrite = c->allow_overwrite;
+	m->disable_labels = c->disable_labels;
+	m->disable_annotations = c->disable_annotations;
+	m->disable_ers = c->disable_ers;
+	m->deny_nf_labels = c->deny_nf_labels;
+	m->ns_filter = c->ns_query[0] != '\0';
+	if (m->disable_labels || m->disable_annotations || m->disable_ers || m->deny_nf_labels || m->ns_filter ||
+	    !c->allow_overwrite)
+		LOG_I(&m->log, "restrictions:%s%s%s%s%s%s%s", m->disable_labels ? " disableLabels" : "",
+		      m->disable_annotations ? " disableAnnotations" : "",
+		      m->disable_ers ? " disableExtendedResources" : "",
+		      m->deny_nf_labels ? " denyNodeFeatureLabels" : "", !c->allow_overwrite ? " allowOverwrite=false" : "",
+		      m->ns_filter ? " NodeFeatures only from the namespaces labelSelector=" : "", c->ns_query);
+	m->pol.record = 1; /* the record label: see the header comment */
+	m->pol.may_write = may_write_cb;
+	m->pol.may_write_ctx = m;
+	rc = nfdsrc_whitelist_setup(&m->whitelist, o->whitelist ? o->whitelist : c->whitelist, &ei);
+	if (rc < 0) {
+		LOG_E(&m->log, "--label-whitelist: %s", ei.detail);
+		return 2;
+	}
+	if ((m->have_whitelist = rc == 1))
+		m->pol.label_whitelist = &m->whitelist;
+	return -1;
+}
+
+/* ---- setup and teardown ------------------------------------------------- */
+
+/* The loop and the API client. Returns 0 or -1 (logged). */
+static int master_connect(struct master *m, struct master_run *r)
+{
+	struct kube_opts ko;
+	struct fb_errinfo ei;
+	char msg[1300];
+	int rc;
+
+	fb_errinfo_init(&ei);
+	kube_opts_init(&ko);
+	ko.kubeconfig = r->o.kubeconfig;
+	ko.page_size = (int)(r->o.seen_page ? r->o.page_size : r->c.page_size);
+	if (ko.page_size == 0)
+		ko.page_size = 1000000; /* "no paging": one page as large as the server gives */
+	/* a master updates many nodes, two requests each: the API server's
+	 * priority and fairness is the real limit, this only caps a runaway */
+	ko.qps = 500;
+	ko.burst = 1000;
+	if (!r->o.prune) {
+		/* the loop retries; a request must not hold the watches for minutes */
+		ko.max_attempts = 3;
+		ko.timeout_ms = 30000;
+	}
+	if (r->o.leader && !r->o.prune) {
+		/* a request must end well inside the renew deadline: a PATCH
+		 * still in flight when another replica leads is a stale write */
+		ko.max_attempts = 1;
+		ko.timeout_ms = (int)(r->c.renew_ms / 2 > 1000 ? r->c.renew_ms / 2 : 1000);
+	}
+	if ((rc = loop_new(&m->l, &ei)) == 0)
+		rc = kube_connect(&m->k, &ko, &m->log, loop_cancel_fd(m->l), m->ns, sizeof(m->ns), &ei);
+	if (rc < 0) {
+		LOG_E(&m->log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		return -1;
+	}
+	return 0;
+}
+
+/* Leader election, or leading from the start. Returns 0 or -1 (logged). */
+static int master_lead(struct master *m, struct master_run *r)
+{
+	struct lease_opts lo = { .ns = m->ns, .name = "nfd-master.nfd.kubernetes.io", .identity = r->ident,
+				 .duration_ms = r->c.lease_ms, .renew_deadline_ms = r->c.renew_ms,
+				 .retry_ms = r->c.retry_ms };
+	unsigned rnd = (unsigned)time(NULL) ^ (unsigned)getpid() ^ (unsigned)loop_now_ms();
+
+	if (!m->leader_election) {
+		m->leading = 1;
+		metrics_set(&m->mx, m->m_leader, 1);
+		return 0;
+	}
+	if (!*app_node_name(NULL, r->host, sizeof(r->host)))
+		snprintf(r->host, sizeof(r->host), "nfd-master");
+	snprintf(r->ident, sizeof(r->ident), "%s_%08x", r->host, rnd * 2654435761u);
+	if (lease_start(&m->lease, m->k, m->l, &lo, &m->log, on_leading, m) < 0) {
+		LOG_E(&m->log, "out of memory");
+		return -1;
+	}
+	LOG_I(&m->log, "leader election on Lease %s/%s as %s", m->ns, lo.name, r->ident);
+	return 0;
+}
+
+static void master_teardown(struct master *m)
+{
+	lease_free(m->lease);
+	informers_free(m);
+	http_server_free(m->srv);
+	nfstore_free(&m->st);
+	kube_free(m->k);
+	loop_free(m->l);
+	if (m->have_whitelist)
+		regfree(&m->whitelist);
+}
+
+/* ---- main --------------------------------------------------------------- */
 
 int nfd_master_main(int argc, char **argv)
 {
-	static const double buckets[] = { 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01 };
 	struct master m;
-	struct mconf c = { .allow_overwrite = 1, .auto_default_ns = 1, .resync_ms = 3600000, .lease_ms = 15000,
-			   .renew_ms = 10000, .retry_ms = 2000, .page_size = 50 };
-	const char *config = DEFAULT_CONFIG, *options = NULL, *kubeconfig = NULL, *instance = "";
-	const char *whitelist = NULL, *feature_gates = NULL;
-	struct opt_list extra = { 0 }, deny = { 0 };
-	const char *extra_v[2 * OPT_LIST_MAX], *deny_v[2 * OPT_LIST_MAX];
-	size_t n_extra = 0, n_deny = 0;
-	int prune_flag = 0, leader = 0, taints = 0, no_publish = 0, seen_v = 0, seen_resync = 0;
-	int seen_page = 0, rc, ret = 1;
-	long verbosity = 0, port = 8080, page_size = 50, parallelism = 10;
-	long long resync = 3600000, gc_interval = 3600000;
-	struct json *file_doc = NULL, *opt_doc = NULL;
-	struct fb_errinfo ei;
-	const char *bind_ip = ""; /* --bind-address */
-	char msg[1300], addr[80], ident[320], host[256];
-	struct opt opts[] = {
-		{ .lo = "config", .kind = OPT_STR, .dst = &config, .arg = "PATH",
-		  .help = "config file (default " DEFAULT_CONFIG "; missing = defaults)" },
-		{ .lo = "options", .kind = OPT_STR, .dst = &options, .arg = "YAML",
-		  .help = "config in the file's format, applied over the file" },
-		{ .lo = "kubeconfig", .kind = OPT_STR, .dst = &kubeconfig, .arg = "PATH",
-		  .help = "kubeconfig (default $KUBECONFIG, in-cluster, ~/.kube/config)" },
-		{ .lo = "port", .kind = OPT_INT, .dst = &port, .min = 0, .max = 65535, .arg = "N",
-		  .help = "serve /metrics, /healthz and /readyz on this port (default 8080; 0: any)" },
-		{ .lo = "bind-address", .kind = OPT_STR, .dst = &bind_ip, .arg = "IP",
-		  .help = "serve them on this address only (ours; default every interface)" },
-		{ .lo = "instance", .kind = OPT_STR, .dst = &instance, .arg = "NAME",
-		  .help = "prefix the bookkeeping annotations with NAME. (several masters)" },
-		{ .lo = "prune", .kind = OPT_FLAG, .dst = &prune_flag,
-		  .help = "remove everything NFD put on all nodes, then exit" },
-		{ .lo = "enable-leader-election", .kind = OPT_FLAG, .dst = &leader,
-		  .help = "several replicas: only the Lease holder writes" },
-		{ .lo = "extra-label-ns", .kind = OPT_LIST, .dst = &extra, .arg = "LIST",
-		  .help = "namespaces allowed although denied (comma list)" },
-		{ .lo = "deny-label-ns", .kind = OPT_LIST, .dst = &deny, .arg = "LIST",
-		  .help = "namespaces denied (comma list; *.example.com: suffix)" },
-		{ .lo = "label-whitelist", .kind = OPT_STR, .dst = &whitelist, .arg = "REGEX",
-		  .help = "only label names (after the /) matching REGEX" },
-		{ .lo = "enable-taints", .kind = OPT_FLAG, .dst = &taints,
-		  .help = "apply the taints of NodeFeatureRules" },
-		{ .lo = "no-publish", .kind = OPT_FLAG, .dst = &no_publish,
-		  .help = "compute and log, write nothing" },
-		{ .lo = "resync-period", .kind = OPT_DUR, .dst = &resync, .seen = &seen_resync, .min = 1000,
-		  .arg = "DUR", .help = "update every node this often (default 1h)" },
-		{ .lo = "gc-interval", .kind = OPT_DUR, .dst = &gc_interval, .min = 1000, .arg = "DUR",
-		  .help = "delete NodeFeatures of deleted nodes this often (default 1h)" },
-		{ .lo = "informer-page-size", .kind = OPT_INT, .dst = &page_size, .seen = &seen_page, .min = 0,
-		  .max = 100000, .arg = "N", .help = "list page size (default 50; 0: no paging)" },
-		{ .lo = "list-page-size", .kind = OPT_INT, .dst = &page_size, .seen = &seen_page, .min = 0,
-		  .max = 100000, .arg = "N", .help = "the same as --informer-page-size" },
-		{ .lo = "nfd-api-parallelism", .kind = OPT_INT, .dst = &parallelism, .min = 1, .max = 1000,
-		  .arg = "N", .help = "accepted for compatibility (updates are sequential)" },
-		{ .lo = "feature-gates", .kind = OPT_STR, .dst = &feature_gates, .arg = "LIST",
-		  .help = "upstream's gates at their defaults; NodeFeatureGroupAPI=true warns" },
-		{ .lo = "v", .so = 'v', .kind = OPT_INT, .dst = &verbosity, .seen = &seen_v, .min = 0,
-		  .max = 10, .arg = "N", .help = "log verbosity" },
-	};
-	const struct opt_spec spec = { "nfd-master", usage, opts, sizeof(opts) / sizeof(opts[0]) };
+	struct master_run r = { .o = { .config = DEFAULT_CONFIG, .instance = "", .bind_ip = "", .port = 8080,
+				       .page_size = 50, .parallelism = 10, .resync = 3600000,
+				       .gc_interval = 3600000 } };
+	int rc, ret = 1;
 
 	memset(&m, 0, sizeof(m));
 	log_init(&m.log);
 	metrics_init(&m.mx);
 	nl_policy_init(&m.pol);
-	if ((rc = opt_parse_only(&spec, argc, argv)) >= 0)
+	nfdconf_master_init(&r.c);
+	if ((rc = opt_parse_only(&master_spec, &r.o, argc, argv)) >= 0)
 		return rc;
-	fb_errinfo_init(&ei);
-	if (http_addr_join(addr, sizeof(addr), bind_ip, port, &ei) < 0) {
-		fprintf(stderr, "nfd-master: --bind-address %s\n", fb_errinfo_str(&ei, msg, sizeof(msg)));
-		return 1;
-	}
-	m.log.v = (int)verbosity;
-	if (*instance && !labels_valid_name(instance, strlen(instance))) {
-		fprintf(stderr, "nfd-master: --instance \"%s\": must be 1-63 of [A-Za-z0-9._-], alphanumeric at both ends\n",
-			instance);
-		return 2;
-	}
-	(void)parallelism;
-	if ((rc = check_feature_gates(feature_gates, &m.log)) != 0)
-		return rc;
-	/* defaults < file < --options < flags */
-	fb_errinfo_init(&ei);
-	{
-		char *text = NULL;
-		ssize_t len = sysfs_read_alloc(AT_FDCWD, config, 1 << 20, &text);
-
-		if (len < 0 && len != -FB_ENOENT) {
-			LOG_E(&m.log, "reading %s: %s", config, fb_strerror((int)len));
-			free(text);
-			goto out;
-		}
-		if (len < 0)
-			LOG_I(&m.log, "config file %s not found, using defaults", config);
-		else if (!(file_doc = yaml_parse(text, (size_t)len, config, &ei)) ||
-			 conf_apply(&c, file_doc, config, &m.log, &ei) < 0) {
-			free(text);
-			LOG_E(&m.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-			goto out;
-		}
-		free(text);
-	}
-	if (options && (!(opt_doc = yaml_parse(options, strlen(options), "--options", &ei)) ||
-			conf_apply(&c, opt_doc, "--options", &m.log, &ei) < 0)) {
-		LOG_E(&m.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+	if ((rc = master_configure(&m, &r)) >= 0) {
+		ret = rc;
 		goto out;
 	}
-	if (!seen_v && c.have_klog_v)
-		m.log.v = (int)c.klog_v;
-	m.no_publish = no_publish || c.no_publish;
-	m.leader_election = leader;
-	m.resync_ms = seen_resync ? resync : c.resync_ms;
-	if (m.resync_ms < 1000)
-		m.resync_ms = 1000;
-	m.gc_ms = gc_interval;
-	list_to_argv(c.extra_ns, extra_v, &n_extra, OPT_LIST_MAX);
-	list_to_argv(c.deny_ns, deny_v, &n_deny, OPT_LIST_MAX);
-	for (int i = 0; i < extra.n; i++)
-		extra_v[n_extra++] = extra.v[i];
-	for (int i = 0; i < deny.n; i++)
-		deny_v[n_deny++] = deny.v[i];
-	m.pol.instance = instance;
-	m.pol.extra_ns = extra_v;
-	m.pol.n_extra = n_extra;
-	m.pol.deny_ns = deny_v;
-	m.pol.n_deny = n_deny;
-	m.pol.enable_taints = taints || c.enable_taints;
-	m.pol.allow_overwrite = c.allow_overwrite;
-	m.disable_labels = c.disable_labels;
-	m.disable_annotations = c.disable_annotations;
-	m.disable_ers = c.disable_ers;
-	m.deny_nf_labels = c.deny_nf_labels;
-	m.ns_filter = c.ns_query[0] != '\0';
-	if (m.disable_labels || m.disable_annotations || m.disable_ers || m.deny_nf_labels || m.ns_filter ||
-	    !c.allow_overwrite)
-		LOG_I(&m.log, "restrictions:%s%s%s%s%s%s%s", m.disable_labels ? " disableLabels" : "",
-		      m.disable_annotations ? " disableAnnotations" : "",
-		      m.disable_ers ? " disableExtendedResources" : "",
-		      m.deny_nf_labels ? " denyNodeFeatureLabels" : "", !c.allow_overwrite ? " allowOverwrite=false" : "",
-		      m.ns_filter ? " NodeFeatures only from the namespaces labelSelector=" : "", c.ns_query);
-	m.pol.record = 1; /* the record label: see the header comment */
-	m.pol.may_write = may_write_cb;
-	m.pol.may_write_ctx = &m;
-	if (!whitelist)
-		whitelist = c.whitelist;
-	rc = nfdsrc_whitelist_setup(&m.whitelist, whitelist, &ei);
-	if (rc < 0) {
-		LOG_E(&m.log, "--label-whitelist: %s", ei.detail);
-		ret = 2;
-		goto out;
-	}
-	if ((m.have_whitelist = rc == 1))
-		m.pol.label_whitelist = &m.whitelist;
-
-	m.m_build = metrics_add(&m.mx, METRIC_GAUGE, "nfd_master_build_info", "version=\"" FB_VERSION "\"",
-				"Build information; the value is the start time");
+	metrics_add_table(&m.mx, master_metrics, sizeof(master_metrics) / sizeof(master_metrics[0]), &m);
 	metrics_set(&m.mx, m.m_build, (double)time(NULL));
-	m.m_requests = metrics_add(&m.mx, METRIC_COUNTER, "nfd_master_node_update_requests_total", "",
-				   "Node updates attempted");
-	m.m_updates = metrics_add(&m.mx, METRIC_COUNTER, "nfd_master_node_updates_total", "",
-				  "Node updates that changed the node");
-	m.m_failures = metrics_add(&m.mx, METRIC_COUNTER, "nfd_master_node_update_failures_total", "",
-				   "Nodes that failed to update 15 times in a row");
-	m.m_rej_labels = metrics_add(&m.mx, METRIC_COUNTER, "nfd_master_node_labels_rejected_total", "",
-				     "Labels rejected by the namespace policy, whitelist or syntax");
-	m.m_rej_ers = metrics_add(&m.mx, METRIC_COUNTER, "nfd_master_node_extendedresources_rejected_total", "",
-				  "Extended resources rejected");
-	m.m_rej_taints = metrics_add(&m.mx, METRIC_COUNTER, "nfd_master_node_taints_rejected_total", "",
-				     "Taints rejected");
-	m.m_rule_time = metrics_add_histogram(&m.mx, "nfd_master_nodefeaturerule_processing_duration_seconds", "",
-					      "Time to run one NodeFeatureRule on one node", buckets,
-					      sizeof(buckets) / sizeof(buckets[0]));
-	m.m_rule_errors = metrics_add(&m.mx, METRIC_COUNTER, "nfd_master_nodefeaturerule_processing_errors_total", "",
-				      "Rules that were broken or failed on a node");
-	m.m_gc_deleted = metrics_add(&m.mx, METRIC_COUNTER, "nfd_gc_objects_deleted_total", "kind=\"NodeFeature\"",
-				     "Objects of deleted nodes removed");
-	m.m_gc_failed = metrics_add(&m.mx, METRIC_COUNTER, "nfd_gc_object_delete_failures_total",
-				    "kind=\"NodeFeature\"", "Deletions that failed");
-	m.m_leader = metrics_add(&m.mx, METRIC_GAUGE, "nfd_master_leader", "", "1 while this replica may write");
-	m.m_rej_nfs = metrics_add(&m.mx, METRIC_COUNTER, "nfd_master_nodefeatures_rejected_total", "",
-				  "NodeFeatures refused whole: over 1.5 MiB of JSON or over 10,000 labels");
-
-	{
-		struct kube_opts ko;
-
-		kube_opts_init(&ko);
-		ko.kubeconfig = kubeconfig;
-		ko.page_size = (int)(seen_page ? page_size : c.page_size);
-		if (ko.page_size == 0)
-			ko.page_size = 1000000; /* "no paging": one page as large as the server gives */
-		/* a master updates many nodes, two requests each: the API server's
-		 * priority and fairness is the real limit, this only caps a runaway */
-		ko.qps = 500;
-		ko.burst = 1000;
-		if (!prune_flag) {
-			/* the loop retries; a request must not hold the watches for minutes */
-			ko.max_attempts = 3;
-			ko.timeout_ms = 30000;
-		}
-		if (leader && !prune_flag) {
-			/* a request must end well inside the renew deadline: a PATCH
-			 * still in flight when another replica leads is a stale write */
-			ko.max_attempts = 1;
-			ko.timeout_ms = (int)(c.renew_ms / 2 > 1000 ? c.renew_ms / 2 : 1000);
-		}
-		if ((rc = loop_new(&m.l, &ei)) == 0)
-			rc = kube_connect(&m.k, &ko, &m.log, loop_cancel_fd(m.l), m.ns, sizeof(m.ns), &ei);
-		if (rc < 0) {
-			LOG_E(&m.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-			goto out;
-		}
-	}
-	if (prune_flag) {
+	if (master_connect(&m, &r) < 0)
+		goto out;
+	if (r.o.prune) {
 		if (m.no_publish) {
 			LOG_E(&m.log, "--prune with --no-publish: nothing would be written");
 			ret = 2;
@@ -1254,41 +1105,17 @@ int nfd_master_main(int argc, char **argv)
 		ret = prune(&m);
 		goto out;
 	}
-
-	if (http_server_new(&m.srv, m.l, addr, serve, &m, &ei) < 0)
-		LOG_E(&m.log, "serving /healthz, /readyz and /metrics: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-	else
-		LOG_I(&m.log, "serving /healthz, /readyz and /metrics on port %d%s%s", http_server_port(m.srv),
-		      *bind_ip ? " of " : "", bind_ip);
-
+	r.probes = (struct app_probes){ .mx = &m.mx, .ready = ready_cb, .ctx = &m, .livez = 1,
+					.waiting = "waiting for the first complete list\n" };
+	snprintf(r.where, sizeof(r.where), "%s%.80s", *r.o.bind_ip ? " of " : "", r.o.bind_ip);
+	app_serve(&m.srv, m.l, r.addr, &r.probes, &m.log, "/healthz, /readyz and /metrics", r.where);
 	store_setup(&m);
-	if (informers_setup(&m, c.ns_query) < 0) {
+	if (informers_setup(&m, r.c.ns_query) < 0) {
 		LOG_E(&m.log, "the Namespace selector is too long");
 		goto out;
 	}
-	if (m.leader_election) {
-		struct lease_opts lo = { .ns = m.ns, .name = "nfd-master.nfd.kubernetes.io", .identity = ident,
-					 .duration_ms = c.lease_ms, .renew_deadline_ms = c.renew_ms,
-					 .retry_ms = c.retry_ms };
-		const char *nn = getenv("NODE_NAME");
-		unsigned r = (unsigned)time(NULL) ^ (unsigned)getpid() ^ (unsigned)loop_now_ms();
-
-		if (!nn || !*nn) {
-			if (gethostname(host, sizeof(host)) < 0)
-				snprintf(host, sizeof(host), "nfd-master");
-			host[sizeof(host) - 1] = '\0';
-			nn = host;
-		}
-		snprintf(ident, sizeof(ident), "%s_%08x", nn, r * 2654435761u);
-		if (lease_start(&m.lease, m.k, m.l, &lo, &m.log, on_leading, &m) < 0) {
-			LOG_E(&m.log, "out of memory");
-			goto out;
-		}
-		LOG_I(&m.log, "leader election on Lease %s/%s as %s", m.ns, lo.name, ident);
-	} else {
-		m.leading = 1;
-		metrics_set(&m.mx, m.m_leader, 1);
-	}
+	if (master_lead(&m, &r) < 0)
+		goto out;
 	loop_timer(m.l, 0, on_start, &m);
 	loop_timer(m.l, m.resync_ms, on_resync, &m);
 	loop_timer(m.l, m.gc_ms, on_gc, &m);
@@ -1296,15 +1123,7 @@ int nfd_master_main(int argc, char **argv)
 	LOG_I(&m.log, "stopping (signal %d)", loop_signal(m.l));
 	ret = 0;
 out:
-	lease_free(m.lease);
-	informers_free(&m);
-	http_server_free(m.srv);
-	nfstore_free(&m.st);
-	kube_free(m.k);
-	loop_free(m.l);
-	if (m.have_whitelist)
-		regfree(&m.whitelist);
-	json_free(file_doc);
-	json_free(opt_doc);
+	master_teardown(&m);
+	nfdconf_master_free(&r.c);
 	return ret;
 }

@@ -66,6 +66,7 @@
  */
 #include "applets.h"
 
+#include "../core/app.h"
 #include "../core/err.h"
 #include "../core/featfile.h"
 #include "../core/features.h"
@@ -823,19 +824,6 @@ static void on_rewatch(void *ctx)
 	loop_timer(w->l, 5000, on_rewatch, w);
 }
 
-static void serve(void *ctx, const char *method, const char *path, struct http_reply *r)
-{
-	struct worker *w = ctx;
-
-	(void)method;
-	if (strcmp(path, "/healthz") == 0) {
-		r->status = 200;
-		http_reply_printf(r, "ok\n");
-	} else if (strcmp(path, "/metrics") == 0) {
-		metrics_reply(&w->m, r);
-	}
-}
-
 /* ---- main --------------------------------------------------------------- */
 
 static int print_labels(const struct json *labels)
@@ -861,245 +849,320 @@ static int print_labels(const struct json *labels)
 	return fflush(stdout) != 0 || ferror(stdout);
 }
 
-int nfd_worker_main(int argc, char **argv)
-{
-	static const double buckets[] = { 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1 };
-	struct worker w;
-	const char *config = DEFAULT_CONFIG, *options = NULL, *kubeconfig = NULL, *host = NULL;
-	const char *node_name = NULL, *owner_refs = NULL, *feat_src = NULL, *label_src = NULL;
-	const char *no_pub_feat = NULL;
-	int oneshot = 0, no_publish = 0, print_features = 0, seen_owner = 0, seen_nopubfeat = 0;
-	int seen_v = 0, rc, ret = 1, owners;
-	long verbosity = 0, port = 8080;
-	struct fb_errinfo ei;
-	const char *bind_ip = ""; /* --bind-address */
-	char msg[1200], addr[80], hostname[256];
-	struct opt opts[] = {
-		{ .lo = "config", .kind = OPT_STR, .dst = &config, .arg = "PATH",
-		  .help = "config file (default " DEFAULT_CONFIG "; missing = defaults)" },
-		{ .lo = "options", .kind = OPT_STR, .dst = &options, .arg = "YAML",
-		  .help = "config in the file's format, applied over the file" },
-		{ .lo = "kubeconfig", .kind = OPT_STR, .dst = &kubeconfig, .arg = "PATH",
-		  .help = "kubeconfig (default $KUBECONFIG, in-cluster, ~/.kube/config)" },
-		{ .lo = "oneshot", .kind = OPT_FLAG, .dst = &oneshot,
-		  .help = "discover and publish once, then exit (1 if publishing failed)" },
-		{ .lo = "no-publish", .kind = OPT_FLAG, .dst = &no_publish,
-		  .help = "no API access: print the labels as key=value lines" },
-		{ .lo = "print-features", .kind = OPT_FLAG, .dst = &print_features,
-		  .help = "with --no-publish: print the NodeFeature object as JSON instead" },
-		{ .lo = "feature-sources", .kind = OPT_STR, .dst = &feat_src, .arg = "LIST",
-		  .help = "comma list of feature sources, \"all\", \"-name\" disables" },
-		{ .lo = "label-sources", .kind = OPT_STR, .dst = &label_src, .arg = "LIST",
-		  .help = "comma list of label sources, \"all\", \"-name\" disables" },
-		{ .lo = "no-publish-features", .kind = OPT_STR, .dst = &no_pub_feat, .seen = &seen_nopubfeat,
-		  .arg = "LIST", .help = "features not to publish: \"src.feature\" or \"src.*\"" },
-		{ .lo = "owner-refs", .kind = OPT_STR, .dst = &owner_refs, .seen = &seen_owner, .arg = "LIST",
-		  .help = "owner references of the NodeFeature: node,pod,ds (default pod,ds; empty: none)" },
-		{ .lo = "port", .kind = OPT_INT, .dst = &port, .min = 0, .max = 65535, .arg = "N",
-		  .help = "serve /metrics and /healthz on this port (default 8080; 0: any free port)" },
-		{ .lo = "bind-address", .kind = OPT_STR, .dst = &bind_ip, .arg = "IP",
-		  .help = "serve them on this address only (ours; default every interface)" },
-		{ .lo = "host-prefix", .kind = OPT_STR, .dst = &host, .arg = "P",
-		  .help = "read host sys/proc/etc at P+\"sys\"... (default /host- if /host-sys exists, else /)" },
-		{ .lo = "node-name", .kind = OPT_STR, .dst = &node_name, .arg = "NAME",
-		  .help = "the node (default $NODE_NAME, else the host name)" },
-		{ .lo = "features-dir", .kind = OPT_STR, .dst = &w.features_dir, .arg = "DIR",
-		  .help = "local feature files (default " DEFAULT_FEATURES_DIR ")" },
-		{ .lo = "hooks-dir", .kind = OPT_STR, .dst = &w.hooks_dir, .arg = "DIR",
-		  .help = "executable hooks, run when sources.local.hooksEnabled (default " DEFAULT_HOOKS_DIR ")" },
-		{ .lo = "custom-dir", .kind = OPT_STR, .dst = &w.custom_dir, .arg = "DIR",
-		  .help = "custom source rule files (default " DEFAULT_CUSTOM_DIR ")" },
-		{ .lo = "standalone", .kind = OPT_FLAG, .dst = &w.standalone,
-		  .help = "no nfd-master: label the own Node directly, no NodeFeature" },
-		{ .lo = "v", .so = 'v', .kind = OPT_INT, .dst = &verbosity, .seen = &seen_v, .min = 0,
-		  .max = 10, .arg = "N", .help = "log verbosity" },
-	};
-	const struct opt_spec spec = { "nfd-worker", usage, opts, sizeof(opts) / sizeof(opts[0]) };
+/* ---- options, configuration, setup, teardown ---------------------------- */
 
-	memset(&w, 0, sizeof(w));
-	w.watch_fd = -1;
-	w.features_dir = DEFAULT_FEATURES_DIR;
-	w.hooks_dir = DEFAULT_HOOKS_DIR;
-	w.custom_dir = DEFAULT_CUSTOM_DIR;
-	log_init(&w.log);
-	nfdconf_init(&w.cfg);
-	metrics_init(&w.m);
-	if ((rc = opt_parse_only(&spec, argc, argv)) >= 0)
-		return rc;
+struct worker_opts {
+	const char *config, *options, *kubeconfig, *host, *node_name, *bind_ip;
+	const char *owner_refs, *feat_src, *label_src, *no_pub_feat;
+	const char *features_dir, *hooks_dir, *custom_dir;
+	int oneshot, no_publish, print_features, standalone;
+	int seen_owner, seen_nopubfeat, seen_v;
+	long verbosity, port;
+};
+
+#define WO(member) offsetof(struct worker_opts, member)
+
+static const struct opt worker_optv[] = {
+	{ .lo = "config", .kind = OPT_STR, .off = WO(config), .arg = "PATH",
+	  .help = "config file (default " DEFAULT_CONFIG "; missing = defaults)" },
+	{ .lo = "options", .kind = OPT_STR, .off = WO(options), .arg = "YAML",
+	  .help = "config in the file's format, applied over the file" },
+	{ .lo = "kubeconfig", .kind = OPT_STR, .off = WO(kubeconfig), .arg = "PATH",
+	  .help = "kubeconfig (default $KUBECONFIG, in-cluster, ~/.kube/config)" },
+	{ .lo = "oneshot", .kind = OPT_FLAG, .off = WO(oneshot),
+	  .help = "discover and publish once, then exit (1 if publishing failed)" },
+	{ .lo = "no-publish", .kind = OPT_FLAG, .off = WO(no_publish),
+	  .help = "no API access: print the labels as key=value lines" },
+	{ .lo = "print-features", .kind = OPT_FLAG, .off = WO(print_features),
+	  .help = "with --no-publish: print the NodeFeature object as JSON instead" },
+	{ .lo = "feature-sources", .kind = OPT_STR, .off = WO(feat_src), .arg = "LIST",
+	  .help = "comma list of feature sources, \"all\", \"-name\" disables" },
+	{ .lo = "label-sources", .kind = OPT_STR, .off = WO(label_src), .arg = "LIST",
+	  .help = "comma list of label sources, \"all\", \"-name\" disables" },
+	{ .lo = "no-publish-features", .kind = OPT_STR, .off = WO(no_pub_feat),
+	  .seen = OPT_SEEN(struct worker_opts, seen_nopubfeat),
+	  .arg = "LIST", .help = "features not to publish: \"src.feature\" or \"src.*\"" },
+	{ .lo = "owner-refs", .kind = OPT_STR, .off = WO(owner_refs), .seen = OPT_SEEN(struct worker_opts, seen_owner),
+	  .arg = "LIST", .help = "owner references of the NodeFeature: node,pod,ds (default pod,ds; empty: none)" },
+	{ .lo = "port", .kind = OPT_INT, .off = WO(port), .min = 0, .max = 65535, .arg = "N",
+	  .help = "serve /metrics and /healthz on this port (default 8080; 0: any free port)" },
+	{ .lo = "bind-address", .kind = OPT_STR, .off = WO(bind_ip), .arg = "IP",
+	  .help = "serve them on this address only (ours; default every interface)" },
+	{ .lo = "host-prefix", .kind = OPT_STR, .off = WO(host), .arg = "P",
+	  .help = "read host sys/proc/etc at P+\"sys\"... (default /host- if /host-sys exists, else /)" },
+	{ .lo = "node-name", .kind = OPT_STR, .off = WO(node_name), .arg = "NAME",
+	  .help = "the node (default $NODE_NAME, else the host name)" },
+	{ .lo = "features-dir", .kind = OPT_STR, .off = WO(features_dir), .arg = "DIR",
+	  .help = "local feature files (default " DEFAULT_FEATURES_DIR ")" },
+	{ .lo = "hooks-dir", .kind = OPT_STR, .off = WO(hooks_dir), .arg = "DIR",
+	  .help = "executable hooks, run when sources.local.hooksEnabled (default " DEFAULT_HOOKS_DIR ")" },
+	{ .lo = "custom-dir", .kind = OPT_STR, .off = WO(custom_dir), .arg = "DIR",
+	  .help = "custom source rule files (default " DEFAULT_CUSTOM_DIR ")" },
+	{ .lo = "standalone", .kind = OPT_FLAG, .off = WO(standalone),
+	  .help = "no nfd-master: label the own Node directly, no NodeFeature" },
+	{ .lo = "v", .so = 'v', .kind = OPT_INT, .off = WO(verbosity), .seen = OPT_SEEN(struct worker_opts, seen_v),
+	  .min = 0, .max = 10, .arg = "N", .help = "log verbosity" },
+};
+
+static const struct opt_spec worker_spec = { "nfd-worker", usage, worker_optv,
+					     sizeof(worker_optv) / sizeof(worker_optv[0]) };
+
+/* Comma lists from flags replace the config's. Returns 0 or -FB_ENOMEM. */
+static int flag_lists(struct worker *w, const struct worker_opts *o)
+{
+	struct { const char *s; struct nfd_strlist *l; int given; } fl[] = {
+		{ o->feat_src, &w->cfg.core.feature_sources, o->feat_src != NULL },
+		{ o->label_src, &w->cfg.core.label_sources, o->label_src != NULL },
+		{ o->no_pub_feat, &w->cfg.core.no_publish_features, o->seen_nopubfeat },
+		{ o->owner_refs, &w->cfg.core.owner_refs, o->seen_owner },
+	};
+
+	for (size_t i = 0; i < sizeof(fl) / sizeof(fl[0]); i++) {
+		const char *items[64];
+		char *copy;
+		size_t n = 0;
+		int rc;
+
+		if (!fl[i].given)
+			continue;
+		if (!(copy = strdup(fl[i].s)))
+			return -FB_ENOMEM;
+		for (char *p = copy, *next; p && *p && n < 64; p = next) {
+			next = strchr(p, ',');
+			if (next)
+				*next++ = '\0';
+			if (*p)
+				items[n++] = p;
+		}
+		rc = nfdconf_list_set(fl[i].l, items, n);
+		free(copy);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Checks the flags and layers defaults < file < --options < flags into w.
+ * Returns -1 to go on, else the exit status (the message printed). */
+static int worker_configure(struct worker *w, const struct worker_opts *o, char *addr, size_t addr_size)
+{
+	struct fb_errinfo ei;
+	char msg[1200], hostname[256];
+	int rc;
+
 	fb_errinfo_init(&ei);
-	if (http_addr_join(addr, sizeof(addr), bind_ip, port, &ei) < 0) {
+	if (http_addr_join(addr, addr_size, o->bind_ip, o->port, &ei) < 0) {
 		fprintf(stderr, "nfd-worker: --bind-address %s\n", fb_errinfo_str(&ei, msg, sizeof(msg)));
 		return 1;
 	}
-	w.log.v = (int)verbosity;
-	/* defaults < file < --options < flags */
+	w->features_dir = o->features_dir;
+	w->hooks_dir = o->hooks_dir;
+	w->custom_dir = o->custom_dir;
+	w->standalone = o->standalone;
+	w->log.v = (int)o->verbosity;
 	fb_errinfo_init(&ei);
-	if (nfdconf_load_file(&w.cfg, config, &w.log, &ei) < 0 ||
-	    (options && nfdconf_apply_yaml(&w.cfg, options, strlen(options), "--options", &w.log, &ei) < 0)) {
-		LOG_E(&w.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-		goto out;
+	if (nfdconf_load_file(&w->cfg, o->config, &w->log, &ei) < 0 ||
+	    (o->options && nfdconf_apply_yaml(&w->cfg, o->options, strlen(o->options), "--options", &w->log, &ei) < 0)) {
+		LOG_E(&w->log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		return 1;
 	}
-	if (!seen_v)
-		w.log.v = w.cfg.core.klog_v;
-	if (no_publish)
-		w.cfg.core.no_publish = 1;
-	{
-		/* comma lists from flags replace the config's */
-		struct { const char *s; struct nfd_strlist *l; int given; } fl[] = {
-			{ feat_src, &w.cfg.core.feature_sources, feat_src != NULL },
-			{ label_src, &w.cfg.core.label_sources, label_src != NULL },
-			{ no_pub_feat, &w.cfg.core.no_publish_features, seen_nopubfeat },
-			{ owner_refs, &w.cfg.core.owner_refs, seen_owner },
-		};
-		for (size_t i = 0; i < sizeof(fl) / sizeof(fl[0]); i++) {
-			const char *items[64];
-			char *copy;
-			size_t n = 0;
-
-			if (!fl[i].given)
-				continue;
-			if (!(copy = strdup(fl[i].s)))
-				goto out;
-			for (char *p = copy, *next; p && *p && n < 64; p = next) {
-				next = strchr(p, ',');
-				if (next)
-					*next++ = '\0';
-				if (*p)
-					items[n++] = p;
-			}
-			rc = nfdconf_list_set(fl[i].l, items, n);
-			free(copy);
-			if (rc < 0)
-				goto out;
-		}
-	}
-	owners = nfdconf_owner_refs(&w.cfg.core.owner_refs, &ei);
-	if (owners < 0) {
+	if (!o->seen_v)
+		w->log.v = w->cfg.core.klog_v;
+	if (o->no_publish)
+		w->cfg.core.no_publish = 1;
+	if (flag_lists(w, o) < 0)
+		return 1;
+	w->owners = nfdconf_owner_refs(&w->cfg.core.owner_refs, &ei);
+	if (w->owners < 0) {
 		fprintf(stderr, "nfd-worker: --owner-refs: %s\n", ei.detail);
-		ret = 2;
-		goto out;
+		return 2;
 	}
-	w.feat_mask = nfdconf_sources_mask(&w.cfg.core.feature_sources, known_sources, SRC_COUNT,
-					   (1ULL << SRC_COUNT) - 1, "featureSources", &w.log);
-	w.label_mask = nfdconf_sources_mask(&w.cfg.core.label_sources, known_sources, SRC_COUNT,
-					    (1ULL << SRC_COUNT) - 1, "labelSources", &w.log);
-	nfdsrc_config_init(&w.src);
+	w->feat_mask = nfdconf_sources_mask(&w->cfg.core.feature_sources, known_sources, SRC_COUNT,
+					    (1ULL << SRC_COUNT) - 1, "featureSources", &w->log);
+	w->label_mask = nfdconf_sources_mask(&w->cfg.core.label_sources, known_sources, SRC_COUNT,
+					     (1ULL << SRC_COUNT) - 1, "labelSources", &w->log);
+	nfdsrc_config_init(&w->src);
 #define LIST(dst, from) (dst).v = (from).v, (dst).n = (from).n
-	LIST(w.src.cpu_blacklist, w.cfg.cpuid.attribute_blacklist);
-	LIST(w.src.cpu_whitelist, w.cfg.cpuid.attribute_whitelist);
-	LIST(w.src.kernel_config_opts, w.cfg.kernel.config_opts);
-	LIST(w.src.pci_class_whitelist, w.cfg.pci.device_class_whitelist);
-	LIST(w.src.pci_label_fields, w.cfg.pci.device_label_fields);
-	LIST(w.src.usb_class_whitelist, w.cfg.usb.device_class_whitelist);
-	LIST(w.src.usb_label_fields, w.cfg.usb.device_label_fields);
+	LIST(w->src.cpu_blacklist, w->cfg.cpuid.attribute_blacklist);
+	LIST(w->src.cpu_whitelist, w->cfg.cpuid.attribute_whitelist);
+	LIST(w->src.kernel_config_opts, w->cfg.kernel.config_opts);
+	LIST(w->src.pci_class_whitelist, w->cfg.pci.device_class_whitelist);
+	LIST(w->src.pci_label_fields, w->cfg.pci.device_label_fields);
+	LIST(w->src.usb_class_whitelist, w->cfg.usb.device_class_whitelist);
+	LIST(w->src.usb_label_fields, w->cfg.usb.device_label_fields);
 #undef LIST
-	w.src.kernel_kconfig_file = w.cfg.kernel.kconfig_file;
-	rc = nfdsrc_whitelist_setup(&w.whitelist, w.cfg.core.label_whitelist, &ei);
+	w->src.kernel_kconfig_file = w->cfg.kernel.kconfig_file;
+	rc = nfdsrc_whitelist_setup(&w->whitelist, w->cfg.core.label_whitelist, &ei);
 	if (rc < 0) {
-		LOG_E(&w.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-		goto out;
+		LOG_E(&w->log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		return 1;
 	}
-	w.have_whitelist = rc == 1;
-	hostfs_init(&w.h);
-	if (hostfs_setup(&w.h, host) < 0) {
+	w->have_whitelist = rc == 1;
+	hostfs_init(&w->h);
+	if (hostfs_setup(&w->h, o->host) < 0) {
 		fprintf(stderr, "nfd-worker: --host-prefix is too long\n");
-		ret = 2;
-		goto out;
+		return 2;
 	}
-	if (!node_name || !*node_name)
-		node_name = getenv("NODE_NAME");
-	if (!node_name || !*node_name) {
-		if (gethostname(hostname, sizeof(hostname)) < 0)
-			hostname[0] = '\0';
-		hostname[sizeof(hostname) - 1] = '\0';
-		node_name = hostname;
+	snprintf(w->node, sizeof(w->node), "%s", app_node_name(o->node_name, hostname, sizeof(hostname)));
+	if (!labels_valid_prefix(w->node, strlen(w->node))) {
+		LOG_E(&w->log, "node name \"%s\" is not a valid Kubernetes object name", w->node);
+		return 2;
 	}
-	snprintf(w.node, sizeof(w.node), "%s", node_name);
-	if (!labels_valid_prefix(w.node, strlen(w.node))) {
-		LOG_E(&w.log, "node name \"%s\" is not a valid Kubernetes object name", w.node);
-		ret = 2;
-		goto out;
-	}
-	w.pod_uid = getenv("POD_UID");
-	snprintf(w.node_label, sizeof(w.node_label), "node=\"%s\"", w.node);
-	w.m_build = metrics_add(&w.m, METRIC_GAUGE, "nfd_worker_build_info", "version=\"" FB_VERSION "\"",
-				"Build information; the value is the start time");
-	metrics_set(&w.m, w.m_build, (double)time(NULL));
-	w.m_duration = metrics_add_histogram(&w.m, "nfd_worker_feature_discovery_duration_seconds",
-					     w.node_label, "Time taken by one feature discovery pass",
-					     buckets, sizeof(buckets) / sizeof(buckets[0]));
-	w.m_publishes = metrics_add(&w.m, METRIC_COUNTER, "nfd_worker_publish_total", "",
-				    "NodeFeature publishes that succeeded");
-	w.m_errors = metrics_add(&w.m, METRIC_COUNTER, "nfd_worker_publish_errors_total", "",
-				 "NodeFeature publishes that failed and were retried");
+	w->pod_uid = getenv("POD_UID");
+	snprintf(w->node_label, sizeof(w->node_label), "node=\"%s\"", w->node);
+	return -1;
+}
 
+static const double discovery_buckets[] = { 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1 };
+
+static void worker_metrics(struct worker *w)
+{
+	static const struct metrics_def defs[] = {
+		{ METRIC_GAUGE, "nfd_worker_build_info", "version=\"" FB_VERSION "\"",
+		  "Build information; the value is the start time", NULL, 0, offsetof(struct worker, m_build) },
+	};
+	static const struct metrics_def counters[] = {
+		{ METRIC_COUNTER, "nfd_worker_publish_total", "", "NodeFeature publishes that succeeded", NULL, 0,
+		  offsetof(struct worker, m_publishes) },
+		{ METRIC_COUNTER, "nfd_worker_publish_errors_total", "", "NodeFeature publishes that failed and were retried",
+		  NULL, 0, offsetof(struct worker, m_errors) },
+	};
+
+	metrics_add_table(&w->m, defs, 1, w);
+	metrics_set(&w->m, w->m_build, (double)time(NULL));
+	/* labelled with the node, known only now */
+	w->m_duration = metrics_add_histogram(&w->m, "nfd_worker_feature_discovery_duration_seconds",
+					      w->node_label, "Time taken by one feature discovery pass",
+					      discovery_buckets, sizeof(discovery_buckets) / sizeof(discovery_buckets[0]));
+	metrics_add_table(&w->m, counters, 2, w);
+}
+
+/* --no-publish: discover once and print. Returns the exit status. */
+static int worker_print(struct worker *w, int print_features)
+{
+	struct json *spec, *obj;
+	struct fb_errinfo ei;
+	char msg[1200];
+	int ret;
+
+	fb_errinfo_init(&ei);
+	if (setup_hooks(w, &ei) < 0) {
+		LOG_E(&w->log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		return 1;
+	}
+	if (hooks_now(w) < 0 || !(spec = discover(w, 1)))
+		return 1;
+	kube_own_namespace(NULL, w->ns, sizeof(w->ns));
+	if (print_features) {
+		char *s;
+
+		obj = nodefeature_object(w, spec);
+		s = obj ? json_print(obj, NULL) : NULL;
+		ret = s ? (printf("%s\n", s), fflush(stdout) != 0 || ferror(stdout)) : 1;
+		free(s);
+		json_free(obj);
+	} else {
+		ret = print_labels(json_get(spec, "labels"));
+	}
+	FREE_AT_EXIT(json_free(spec));
+	return ret;
+}
+
+/* The loop, the API client, the hooks. Returns 0 or -1 (logged). */
+static int worker_connect(struct worker *w, const struct worker_opts *o)
+{
+	struct kube_opts ko;
+	struct fb_errinfo ei;
+	char msg[1200];
+	unsigned seed;
+	int rc;
+
+	fb_errinfo_init(&ei);
+	kube_opts_init(&ko);
+	ko.kubeconfig = o->kubeconfig;
+	if (!o->oneshot) {
+		/* the daemon's loop does the retrying (backoff timer): a request
+		 * must not hold /healthz and features.d events for minutes */
+		ko.max_attempts = 1;
+		ko.timeout_ms = 5000;
+	}
+	if ((rc = loop_new(&w->l, &ei)) == 0)
+		rc = kube_connect(&w->k, &ko, &w->log, loop_cancel_fd(w->l), w->ns, sizeof(w->ns), &ei);
+	if (rc == 0)
+		rc = setup_hooks(w, &ei);
+	if (rc < 0) {
+		LOG_E(&w->log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		return -1;
+	}
+	/* every container is PID 1: mix in the node so a fleet does not retry in step */
+	seed = (unsigned)time(NULL) ^ (unsigned)loop_now_ms();
+	for (const char *p = w->node; *p; p++)
+		seed = seed * 31 + (unsigned char)*p;
+	kube_backoff_init(&w->bo, ko.backoff_base_ms, ko.backoff_max_ms, seed);
+	snprintf(w->collection, sizeof(w->collection), "/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/%s/nodefeatures",
+		 w->ns);
+	snprintf(w->path, sizeof(w->path), "%s/%s", w->collection, w->node);
+	return 0;
+}
+
+static void worker_free(struct worker *w)
+{
+	if (w->watch_fd >= 0)
+		close(w->watch_fd);
+	http_server_free(w->srv);
+	hooks_free(w->hooks); /* before the loop it uses */
+	json_free(w->hook_labels);
+	json_free(w->hook_features);
+	json_free(w->spec);
+	json_free(w->base_features);
+	json_free(w->base_labels);
+	json_free(w->published);
+	json_free(w->applied);
+	json_free(w->server);
+	json_free(w->owner_refs);
+	kube_free(w->k);
+	loop_free(w->l);
+	if (w->have_whitelist)
+		regfree(&w->whitelist);
+	nfdconf_free(&w->cfg);
+}
+
+int nfd_worker_main(int argc, char **argv)
+{
+	struct worker w;
+	struct worker_opts o = { .config = DEFAULT_CONFIG, .bind_ip = "", .port = 8080,
+				 .features_dir = DEFAULT_FEATURES_DIR, .hooks_dir = DEFAULT_HOOKS_DIR,
+				 .custom_dir = DEFAULT_CUSTOM_DIR };
+	struct app_probes probes;
+	char addr[80], where[96];
+	int rc, ret = 1;
+
+	memset(&w, 0, sizeof(w));
+	w.watch_fd = -1;
+	log_init(&w.log);
+	nfdconf_init(&w.cfg);
+	metrics_init(&w.m);
+	if ((rc = opt_parse_only(&worker_spec, &o, argc, argv)) >= 0)
+		return rc;
+	if ((rc = worker_configure(&w, &o, addr, sizeof(addr))) >= 0) {
+		ret = rc;
+		goto out;
+	}
+	worker_metrics(&w);
 	if (w.cfg.core.no_publish) {
-		struct json *spec2, *obj;
-
-		if (setup_hooks(&w, &ei) < 0) {
-			LOG_E(&w.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-			goto out;
-		}
-		if (hooks_now(&w) < 0 || !(spec2 = discover(&w, 1)))
-			goto out;
-		kube_own_namespace(NULL, w.ns, sizeof(w.ns));
-		if (print_features) {
-			char *s;
-
-			obj = nodefeature_object(&w, spec2);
-			s = obj ? json_print(obj, NULL) : NULL;
-			ret = s ? (printf("%s\n", s), fflush(stdout) != 0 || ferror(stdout)) : 1;
-			free(s);
-			json_free(obj);
-		} else {
-			ret = print_labels(json_get(spec2, "labels"));
-		}
-		FREE_AT_EXIT(json_free(spec2));
+		ret = worker_print(&w, o.print_features);
 		goto out;
 	}
-
 	/* publishing modes need the API */
-	{
-		struct kube_opts ko;
-
-		kube_opts_init(&ko);
-		ko.kubeconfig = kubeconfig;
-		if (!oneshot) {
-			/* the daemon's loop does the retrying (backoff timer): a request
-			 * must not hold /healthz and features.d events for minutes */
-			ko.max_attempts = 1;
-			ko.timeout_ms = 5000;
-		}
-		if ((rc = loop_new(&w.l, &ei)) == 0)
-			rc = kube_connect(&w.k, &ko, &w.log, loop_cancel_fd(w.l), w.ns, sizeof(w.ns), &ei);
-		if (rc == 0)
-			rc = setup_hooks(&w, &ei);
-		if (rc < 0) {
-			LOG_E(&w.log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-			goto out;
-		}
-		/* every container is PID 1: mix in the node so a fleet does not retry in step */
-		{
-			unsigned seed = (unsigned)time(NULL) ^ (unsigned)loop_now_ms();
-
-			for (const char *p = w.node; *p; p++)
-				seed = seed * 31 + (unsigned char)*p;
-			kube_backoff_init(&w.bo, ko.backoff_base_ms, ko.backoff_max_ms, seed);
-		}
+	if (worker_connect(&w, &o) < 0)
+		goto out;
+	if (!o.oneshot) { /* probes get answers before the first API request */
+		probes = (struct app_probes){ .mx = &w.m };
+		snprintf(where, sizeof(where), "%s%.80s", *o.bind_ip ? " of " : "", o.bind_ip);
+		/* on failure the probes fail and say so; discovery and publishing go on */
+		app_serve(&w.srv, w.l, addr, &probes, &w.log, "/healthz and /metrics", where);
 	}
-	snprintf(w.collection, sizeof(w.collection), "/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/%s/nodefeatures", w.ns);
-	snprintf(w.path, sizeof(w.path), "%s/%s", w.collection, w.node);
-	w.owners = owners;
-	if (!oneshot) { /* probes get answers before the first API request */
-		if (http_server_new(&w.srv, w.l, addr, serve, &w, &ei) < 0) {
-			/* probes will fail and say so; discovery and publishing go on */
-			LOG_E(&w.log, "serving /healthz and /metrics: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-		} else {
-			LOG_I(&w.log, "serving /healthz and /metrics on port %d%s%s", http_server_port(w.srv),
-			      *bind_ip ? " of " : "", bind_ip);
-		}
-	}
-	if (oneshot) {
+	if (o.oneshot) {
 		if (!w.standalone)
 			make_owner_refs(&w);
 		if (hooks_now(&w) < 0)
@@ -1117,23 +1180,6 @@ int nfd_worker_main(int argc, char **argv)
 	LOG_I(&w.log, "stopping (signal %d)", loop_signal(w.l));
 	ret = 0;
 out:
-	if (w.watch_fd >= 0)
-		close(w.watch_fd);
-	http_server_free(w.srv);
-	hooks_free(w.hooks); /* before the loop it uses */
-	json_free(w.hook_labels);
-	json_free(w.hook_features);
-	json_free(w.spec);
-	json_free(w.base_features);
-	json_free(w.base_labels);
-	json_free(w.published);
-	json_free(w.applied);
-	json_free(w.server);
-	json_free(w.owner_refs);
-	kube_free(w.k);
-	loop_free(w.l);
-	if (w.have_whitelist)
-		regfree(&w.whitelist);
-	nfdconf_free(&w.cfg);
+	worker_free(&w);
 	return ret;
 }

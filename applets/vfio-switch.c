@@ -207,24 +207,14 @@ static void now_rfc3339(char *out, size_t size)
 	strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* One JSON request that must answer 2xx; the reply body into *out when
+ * given. Returns 0 or -1 (logged). */
 static int request(struct kube *k, const struct fb_log *lg, const char *method, const char *path,
 		   const char *ctype, const struct json *body, struct json **out)
 {
-	struct kube_result res = { 0 };
-	struct fb_errinfo ei;
-	char *b = json_print(body, NULL), msg[600];
-	int rc;
+	struct kube_result res;
+	int rc = kube_call_json(k, lg, NULL, method, path, ctype, body, &res);
 
-	fb_errinfo_init(&ei);
-	if (!b)
-		return -1;
-	rc = kube_request(k, method, path, ctype, b, strlen(b), &res, &ei);
-	free(b);
-	if (rc < 0)
-		LOG_W(lg, "%s %s: %s", method, path, fb_errinfo_str(&ei, msg, sizeof(msg)));
-	else if (res.status < 200 || res.status > 299)
-		LOG_W(lg, "%s %s: HTTP %d %s", method, path, res.status, res.message);
-	rc = rc < 0 || res.status < 200 || res.status > 299 ? -1 : 0;
 	if (rc == 0 && out) {
 		*out = res.body;
 		res.body = NULL;
@@ -339,172 +329,217 @@ out:
 
 /* ---- main --------------------------------------------------------------- */
 
-int vfio_switch_main(int argc, char **argv)
-{
-	const char *pci = NULL, *to = NULL, *group = "auto", *output = "json", *node = NULL, *host = NULL,
-		   *kubeconfig = NULL;
-	int dry_run = 0, force = 0, update = 0, rc, exit_code = 0, lockfd = -1;
-	sigset_t stop;
-	long verbosity = 0;
-	long long timeout_ms = 30000;
-	char addr[VFIO_ADDR_MAX], msg[1200], root[HOSTFS_PREFIX_MAX];
-	struct fb_errinfo ei;
-	struct vfio_req req = { 0 };
-	struct run *u;
-	struct opt opts[] = {
-		{ .lo = "pci", .kind = OPT_STR, .dst = &pci, .arg = "ADDRESS",
-		  .help = "the device, DDDD:BB:DD.F (domain may be longer) or BB:DD.F" },
-		{ .lo = "to", .kind = OPT_STR, .dst = &to, .arg = "DRIVER",
-		  .help = "vfio-pci, nvidia, any driver name, or default (clear the override)" },
-		{ .lo = "group", .kind = OPT_STR, .dst = &group, .arg = "auto|device",
-		  .help = "auto: the device's IOMMU group moves with it (default); device: only the device" },
-		{ .lo = "dry-run", .kind = OPT_FLAG, .dst = &dry_run, .help = "print the plan, change nothing" },
-		{ .lo = "force", .kind = OPT_FLAG, .dst = &force, .help = "go past the safety refusals" },
-		{ .lo = "timeout", .kind = OPT_DUR, .dst = &timeout_ms, .min = 1, .arg = "DUR",
-		  .help = "wait this long for each function to bind (default 30s)" },
-		{ .lo = "node", .kind = OPT_STR, .dst = &node, .arg = "NAME",
-		  .help = "this node's name, for the PhysicalGPU (default $NODE_NAME)" },
-		{ .lo = "update-physicalgpu", .kind = OPT_FLAG, .dst = &update,
-		  .help = "patch the device's PhysicalGPU status.currentState and record an Event" },
-		{ .lo = "kubeconfig", .kind = OPT_STR, .dst = &kubeconfig, .arg = "PATH",
-		  .help = "kubeconfig for --update-physicalgpu (default $KUBECONFIG, in-cluster)" },
-		{ .lo = "output", .so = 'o', .kind = OPT_STR, .dst = &output, .arg = "json|text",
-		  .help = "result on stdout as JSON (default) or text" },
-		{ .lo = "host-prefix", .kind = OPT_STR, .dst = &host, .arg = "P",
-		  .help = "host sysfs at P+\"sys\" (default /host- if /host-sys exists, else /); "
-			  "P ending in / is also the root modprobe runs in" },
-		{ .lo = "v", .so = 'v', .kind = OPT_INT, .dst = &verbosity, .min = 0, .max = 10, .arg = "N",
-		  .help = "log verbosity (1: every sysfs write)" },
-	};
-	const struct opt_spec spec = { "vfio-switch", usage, opts, sizeof(opts) / sizeof(opts[0]) };
+struct vs_opts {
+	const char *pci, *to, *group, *output, *node, *host, *kubeconfig;
+	int dry_run, force, update;
+	long verbosity;
+	long long timeout_ms;
+};
 
-	if ((rc = opt_parse_only(&spec, argc, argv)) >= 0)
-		return rc;
-	if (!pci || !to) {
+#define VO(member) offsetof(struct vs_opts, member)
+
+static const struct opt vs_optv[] = {
+	{ .lo = "pci", .kind = OPT_STR, .off = VO(pci), .arg = "ADDRESS",
+	  .help = "the device, DDDD:BB:DD.F (domain may be longer) or BB:DD.F" },
+	{ .lo = "to", .kind = OPT_STR, .off = VO(to), .arg = "DRIVER",
+	  .help = "vfio-pci, nvidia, any driver name, or default (clear the override)" },
+	{ .lo = "group", .kind = OPT_STR, .off = VO(group), .arg = "auto|device",
+	  .help = "auto: the device's IOMMU group moves with it (default); device: only the device" },
+	{ .lo = "dry-run", .kind = OPT_FLAG, .off = VO(dry_run), .help = "print the plan, change nothing" },
+	{ .lo = "force", .kind = OPT_FLAG, .off = VO(force), .help = "go past the safety refusals" },
+	{ .lo = "timeout", .kind = OPT_DUR, .off = VO(timeout_ms), .min = 1, .arg = "DUR",
+	  .help = "wait this long for each function to bind (default 30s)" },
+	{ .lo = "node", .kind = OPT_STR, .off = VO(node), .arg = "NAME",
+	  .help = "this node's name, for the PhysicalGPU (default $NODE_NAME)" },
+	{ .lo = "update-physicalgpu", .kind = OPT_FLAG, .off = VO(update),
+	  .help = "patch the device's PhysicalGPU status.currentState and record an Event" },
+	{ .lo = "kubeconfig", .kind = OPT_STR, .off = VO(kubeconfig), .arg = "PATH",
+	  .help = "kubeconfig for --update-physicalgpu (default $KUBECONFIG, in-cluster)" },
+	{ .lo = "output", .so = 'o', .kind = OPT_STR, .off = VO(output), .arg = "json|text",
+	  .help = "result on stdout as JSON (default) or text" },
+	{ .lo = "host-prefix", .kind = OPT_STR, .off = VO(host), .arg = "P",
+	  .help = "host sysfs at P+\"sys\" (default /host- if /host-sys exists, else /); "
+		  "P ending in / is also the root modprobe runs in" },
+	{ .lo = "v", .so = 'v', .kind = OPT_INT, .off = VO(verbosity), .min = 0, .max = 10, .arg = "N",
+	  .help = "log verbosity (1: every sysfs write)" },
+};
+
+static const struct opt_spec vs_spec = { "vfio-switch", usage, vs_optv, sizeof(vs_optv) / sizeof(vs_optv[0]) };
+
+/* Checks the flags into addr and req. Returns -1 to go on, else the exit
+ * status (the message printed). */
+static int vs_check(struct vs_opts *o, char *addr, struct vfio_req *req)
+{
+	if (!o->pci || !o->to) {
 		fprintf(stderr, "vfio-switch: --pci and --to are required (see --help)\n");
 		return 2;
 	}
-	if (vfio_parse_addr(pci, addr) < 0) {
+	if (vfio_parse_addr(o->pci, addr) < 0) {
 		fprintf(stderr, "vfio-switch: --pci \"%s\": not a PCI address (DDDD:BB:DD.F, device <= 1f, function <= 7)\n",
-			pci);
+			o->pci);
 		return 2;
 	}
-	if (!vfio_valid_driver(to) || strcmp(to, "none") == 0) {
-		fprintf(stderr, "vfio-switch: --to \"%s\": not a driver name%s\n", to,
-			strcmp(to, "none") == 0 ? " (\"none\" would leave the device without a driver)" : "");
+	if (!vfio_valid_driver(o->to) || strcmp(o->to, "none") == 0) {
+		fprintf(stderr, "vfio-switch: --to \"%s\": not a driver name%s\n", o->to,
+			strcmp(o->to, "none") == 0 ? " (\"none\" would leave the device without a driver)" : "");
 		return 2;
 	}
-	if (strcmp(group, "auto") == 0)
-		req.group = VFIO_GROUP_AUTO;
-	else if (strcmp(group, "device") == 0)
-		req.group = VFIO_GROUP_DEVICE;
+	if (strcmp(o->group, "auto") == 0)
+		req->group = VFIO_GROUP_AUTO;
+	else if (strcmp(o->group, "device") == 0)
+		req->group = VFIO_GROUP_DEVICE;
 	else {
-		fprintf(stderr, "vfio-switch: --group \"%s\": must be auto or device\n", group);
+		fprintf(stderr, "vfio-switch: --group \"%s\": must be auto or device\n", o->group);
 		return 2;
 	}
-	if (strcmp(output, "json") != 0 && strcmp(output, "text") != 0) {
-		fprintf(stderr, "vfio-switch: --output \"%s\": must be json or text\n", output);
+	if (strcmp(o->output, "json") != 0 && strcmp(o->output, "text") != 0) {
+		fprintf(stderr, "vfio-switch: --output \"%s\": must be json or text\n", o->output);
 		return 2;
 	}
-	if (!node || !*node)
-		node = getenv("NODE_NAME");
-	if (update && (!node || !*node)) {
+	if (!o->node || !*o->node)
+		o->node = getenv("NODE_NAME");
+	if (o->update && (!o->node || !*o->node)) {
 		fprintf(stderr, "vfio-switch: --update-physicalgpu needs --node or $NODE_NAME\n");
 		return 2;
 	}
-	req.force = force;
-	if (!(u = calloc(1, sizeof(*u)))) {
-		fprintf(stderr, "vfio-switch: out of memory\n");
-		return 1;
+	req->force = o->force;
+	return -1;
+}
+
+/* Applies the plan (the result already in u). Returns the exit status. */
+static int vs_apply(struct run *u, const struct vs_opts *o, sigset_t *stop)
+{
+	struct vfio_ops ops;
+	struct vfio_real real = { .h = &u->h, .root = NULL, .log = &u->log, .stop = stop };
+	char root[HOSTFS_PREFIX_MAX];
+	size_t n = strlen(u->h.prefix);
+	int exit_code;
+
+	/* a prefix that is a directory ("/host/") is the host's root for modprobe */
+	if (n > 1 && u->h.prefix[n - 1] == '/') {
+		snprintf(root, sizeof(root), "%.*s", (int)n - 1, u->h.prefix);
+		real.root = root;
 	}
-	log_init(&u->log);
-	u->log.v = (int)verbosity;
-	u->dry_run = dry_run;
-	u->target = to;
-	hostfs_init(&u->h);
-	if (hostfs_setup(&u->h, host) < 0) {
-		fprintf(stderr, "vfio-switch: --host-prefix is too long\n");
-		free(u);
-		return 2;
-	}
+	vfio_ops_real(&ops, &real);
+	for (size_t i = 0; i < u->s.n; i++)
+		if (u->p.fn_moves[i])
+			LOG_I(&u->log, "%s: %s -> %s", u->s.fn[i].addr,
+			      u->s.fn[i].driver[0] ? u->s.fn[i].driver : "(none)", u->p.fn_target[i]);
+	exit_code = vfio_apply(&u->s, &u->p, &ops, o->timeout_ms, &u->log, &u->r);
+	u->applied = exit_code != 4;
+	snprintf(u->error, sizeof(u->error), "%s", u->r.why);
+	u->result = exit_code == 0 ? "switched" : exit_code == 4 ? "refused" : exit_code == 5 ? "rolled-back"
+									     : "rollback-failed";
+	return exit_code;
+}
+
+/* Snapshot, plan, apply. Returns the exit status, or -1 when not even a
+ * snapshot was taken (nothing to report). *early: refused before a plan
+ * (no device, the lock timed out): the result is printed, nothing recorded. */
+static int vs_switch(struct run *u, const struct vs_opts *o, const char *addr, const struct vfio_req *req,
+		     sigset_t *stop, int *lockfd, int *early)
+{
+	struct fb_errinfo ei;
+	char msg[1200];
+	int rc;
 
 	fb_errinfo_init(&ei);
 	/* one run per IOMMU group at a time; then no signal may cut a switch
 	 * in half: SIGTERM (Job deleted, deadline) is held and makes apply
 	 * stop and roll back */
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGINT);
-	sigaddset(&stop, SIGHUP);
-	rc = dry_run ? 0 : (lockfd = vfio_lock(&u->h, addr, timeout_ms, &ei));
+	sigemptyset(stop);
+	sigaddset(stop, SIGTERM);
+	sigaddset(stop, SIGINT);
+	sigaddset(stop, SIGHUP);
+	rc = o->dry_run ? 0 : (*lockfd = vfio_lock(&u->h, addr, o->timeout_ms, &ei));
 	if (rc >= 0) {
-		sigprocmask(SIG_BLOCK, &stop, NULL);
-		rc = vfio_snapshot(&u->h, addr, to, &u->s, &ei);
+		sigprocmask(SIG_BLOCK, stop, NULL);
+		rc = vfio_snapshot(&u->h, addr, o->to, &u->s, &ei);
 	}
 	if (rc == -FB_ENOENT) {
 		snprintf(u->error, sizeof(u->error), "no PCI device %s (%s)", addr, fb_errinfo_str(&ei, msg, sizeof(msg)));
 		LOG_E(&u->log, "%s", u->error);
 		u->s.n = 0;
 		u->result = "not-found";
-		print_result(u, addr, output[0] == 't');
-		exit_code = 3;
-		goto out;
+		*early = 1;
+		return 3;
 	}
 	if (rc == -FB_ETIMEDOUT || rc == -FB_E2BIG) {
 		snprintf(u->error, sizeof(u->error), "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
 		LOG_E(&u->log, "refused: %s", u->error);
 		u->s.n = 0;
 		u->result = "refused";
-		print_result(u, addr, output[0] == 't');
-		exit_code = 4;
-		goto out;
+		*early = 1;
+		return 4;
 	}
 	if (rc < 0) {
 		LOG_E(&u->log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-		exit_code = 1;
-		goto out;
+		return -1;
 	}
-	vfio_plan(&u->s, &req, &u->p);
+	vfio_plan(&u->s, req, &u->p);
 	if (u->p.warn[0])
 		LOG_W(&u->log, "%s", u->p.warn);
 	if (u->p.verdict == VFIO_PLAN_REFUSED) {
 		snprintf(u->error, sizeof(u->error), "%s", u->p.why);
 		LOG_E(&u->log, "refused: %s", u->error);
 		u->result = "refused";
-		exit_code = 4;
-	} else if (u->p.verdict == VFIO_PLAN_NOTHING) {
-		LOG_I(&u->log, "%s: already %s", addr, strcmp(to, VFIO_DEFAULT) == 0 ? "without an override" : "bound");
-		u->result = "unchanged";
-	} else if (dry_run) {
-		u->result = "dry-run";
-	} else {
-		struct vfio_ops ops;
-		struct vfio_real real = { .h = &u->h, .root = NULL, .log = &u->log, .stop = &stop };
-		size_t n = strlen(u->h.prefix);
-
-		/* a prefix that is a directory ("/host/") is the host's root for modprobe */
-		if (n > 1 && u->h.prefix[n - 1] == '/') {
-			snprintf(root, sizeof(root), "%.*s", (int)n - 1, u->h.prefix);
-			real.root = root;
-		}
-		vfio_ops_real(&ops, &real);
-		for (size_t i = 0; i < u->s.n; i++)
-			if (u->p.fn_moves[i])
-				LOG_I(&u->log, "%s: %s -> %s", u->s.fn[i].addr,
-				      u->s.fn[i].driver[0] ? u->s.fn[i].driver : "(none)", u->p.fn_target[i]);
-		exit_code = vfio_apply(&u->s, &u->p, &ops, timeout_ms, &u->log, &u->r);
-		u->applied = exit_code != 4;
-		snprintf(u->error, sizeof(u->error), "%s", u->r.why);
-		u->result = exit_code == 0 ? "switched" : exit_code == 4 ? "refused" : exit_code == 5 ? "rolled-back"
-										     : "rollback-failed";
+		return 4;
 	}
-	if (print_result(u, addr, output[0] == 't') < 0) {
+	if (u->p.verdict == VFIO_PLAN_NOTHING) {
+		LOG_I(&u->log, "%s: already %s", addr, strcmp(o->to, VFIO_DEFAULT) == 0 ? "without an override" : "bound");
+		u->result = "unchanged";
+		return 0;
+	}
+	if (o->dry_run) {
+		u->result = "dry-run";
+		return 0;
+	}
+	return vs_apply(u, o, stop);
+}
+
+int vfio_switch_main(int argc, char **argv)
+{
+	struct vs_opts o = { .group = "auto", .output = "json", .timeout_ms = 30000 };
+	int rc, exit_code, lockfd = -1, early = 0;
+	sigset_t stop;
+	char addr[VFIO_ADDR_MAX];
+	struct vfio_req req = { 0 };
+	struct run *u;
+
+	if ((rc = opt_parse_only(&vs_spec, &o, argc, argv)) >= 0)
+		return rc;
+	if ((rc = vs_check(&o, addr, &req)) >= 0)
+		return rc;
+	if (!(u = calloc(1, sizeof(*u)))) {
+		fprintf(stderr, "vfio-switch: out of memory\n");
+		return 1;
+	}
+	log_init(&u->log);
+	u->log.v = (int)o.verbosity;
+	u->dry_run = o.dry_run;
+	u->target = o.to;
+	hostfs_init(&u->h);
+	if (hostfs_setup(&u->h, o.host) < 0) {
+		fprintf(stderr, "vfio-switch: --host-prefix is too long\n");
+		free(u);
+		return 2;
+	}
+	exit_code = vs_switch(u, &o, addr, &req, &stop, &lockfd, &early);
+	if (exit_code < 0) {
+		exit_code = 1;
+		goto out;
+	}
+	if (early) {
+		print_result(u, addr, o.output[0] == 't');
+		goto out;
+	}
+	if (print_result(u, addr, o.output[0] == 't') < 0) {
 		LOG_E(&u->log, "cannot write the result to stdout");
 		if (!exit_code)
 			exit_code = 1;
 	}
-	if (update && !dry_run)
-		update_pgpu(u, node, kubeconfig, exit_code);
+	if (o.update && !o.dry_run)
+		update_pgpu(u, o.node, o.kubeconfig, exit_code);
 out:
 	if (lockfd >= 0)
 		close(lockfd);

@@ -211,4 +211,18 @@ int kube_label_selector(const struct json *sel, char *out, size_t size, struct f
 /* Escapes a label key for a JSON Pointer ("/" -> "~1", "~" -> "~0"). */
 void kube_json_pointer_escape(const char *in, char *out, size_t size);
 
+/* ---- JSON requests (core/kubejson.c) --------------------------------------- */
+
+/* kube_request with body (NULL: none) printed as JSON. Returns
+ * kube_request's result, or -FB_ENOMEM (ei set) when the body could not be
+ * printed. res is cleared first and safe to kube_result_free either way. */
+int kube_request_json(struct kube *k, const char *method, const char *path, const char *content_type,
+		      const struct json *body, struct kube_result *res, struct fb_errinfo *ei);
+
+/* kube_request_json for a request that must answer 2xx. Returns 0 with the
+ * decoded reply in res, or -1 after logging "WHAT: transport error" or
+ * "WHAT: HTTP STATUS MESSAGE" as a warning on lg (what NULL: "METHOD PATH"). */
+int kube_call_json(struct kube *k, const struct fb_log *lg, const char *what, const char *method, const char *path,
+		   const char *content_type, const struct json *body, struct kube_result *res);
+
 #endif

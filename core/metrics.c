@@ -42,6 +42,23 @@ int metrics_add_histogram(struct metrics *r, const char *name, const char *label
 	return idx;
 }
 
+int metrics_add_table(struct metrics *r, const struct metrics_def *defs, size_t n, void *base)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct metrics_def *d = &defs[i];
+		int idx = d->kind == METRIC_HISTOGRAM ?
+			metrics_add_histogram(r, d->name, d->labels, d->help, d->bounds, d->nbounds) :
+			metrics_add(r, d->kind, d->name, d->labels, d->help);
+
+		*(int *)((char *)base + d->id_off) = idx;
+		if (idx < 0)
+			rc = -1;
+	}
+	return rc;
+}
+
 void metrics_inc(struct metrics *r, int idx, double by)
 {
 	if (idx >= 0 && (size_t)idx < r->n)

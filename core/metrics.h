@@ -43,6 +43,22 @@ int metrics_add(struct metrics *r, enum metric_kind kind, const char *name, cons
 int metrics_add_histogram(struct metrics *r, const char *name, const char *labels, const char *help,
 			  const double *bounds, size_t nbounds);
 
+/* One row of an applet's const metric table: the index metrics_add gives
+ * is stored as an int at id_off in the applet's state struct. bounds: a
+ * histogram's (kind METRIC_HISTOGRAM). */
+struct metrics_def {
+	enum metric_kind kind;
+	const char *name, *labels, *help;
+	const double *bounds;
+	size_t nbounds;
+	size_t id_off;
+};
+
+/* Registers defs[0..n) in order, storing each index into base + id_off.
+ * Returns 0, or -1 when one was refused (its index is then -1, which the
+ * update functions ignore). */
+int metrics_add_table(struct metrics *r, const struct metrics_def *defs, size_t n, void *base);
+
 void metrics_inc(struct metrics *r, int idx, double by);
 void metrics_set(struct metrics *r, int idx, double v);
 void metrics_observe(struct metrics *r, int idx, double v);

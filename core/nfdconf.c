@@ -1,11 +1,17 @@
-/* nfdconf: nfd-worker.conf and --options. The document is parsed into a json
- * tree (core/yaml) and walked against a table of members, twice: the first
- * walk checks every value and warns about unknown keys, the second stores,
- * so a bad value leaves the config as it was. */
+/* nfdconf: nfd-worker.conf, nfd-master.conf and their --options. The
+ * document is parsed into a json tree (core/yaml) and walked against a table
+ * of members, twice: the first walk checks every value and warns about
+ * unknown keys, the second stores, so a bad value leaves the config as it
+ * was. One walker, two tables: the worker's follows Go's encoding/json
+ * (document order, later spelling wins, positions in messages); the master's
+ * keeps what its hand decoder did (table order, first spelling, no
+ * positions), chosen by walk.master. */
 #include "nfdconf.h"
 
 #include "json.h"
+#include "kube.h"
 #include "log.h"
+#include "opt.h"
 #include "sysfs.h"
 #include "yaml.h"
 
@@ -125,90 +131,6 @@ static int str_set(const char **str, char **own, const char *s)
 	return 0;
 }
 
-/* ---- durations (Go's time.ParseDuration) ---------------------------------- */
-
-int nfdconf_parse_duration(const char *s, long long *ns)
-{
-	static const struct { const char *u; unsigned long long mul; } units[] = {
-		{ "ns", 1ULL }, { "us", 1000ULL }, { "\xC2\xB5s", 1000ULL }, { "\xCE\xBCs", 1000ULL },
-		{ "ms", 1000000ULL }, { "s", 1000000000ULL }, { "m", 60000000000ULL },
-		{ "h", 3600000000000ULL },
-	};
-	const unsigned long long lim = 1ULL << 63;
-	unsigned long long d = 0;
-	int neg = 0;
-
-	if (*s == '-' || *s == '+')
-		neg = *s++ == '-';
-	if (strcmp(s, "0") == 0)
-		return *ns = 0, 0;
-	if (*s == '\0')
-		return -FB_EINVAL;
-	while (*s) {
-		unsigned long long v = 0, f = 0, mul;
-		double scale = 1;
-		int pre = 0, post = 0;
-		const char *u;
-		size_t ulen, i;
-
-		if (*s != '.' && (*s < '0' || *s > '9'))
-			return -FB_EINVAL;
-		for (; *s >= '0' && *s <= '9'; s++, pre = 1) {
-			if (v > lim / 10)
-				return -FB_ERANGE;
-			v = v * 10 + (unsigned long long)(*s - '0');
-			if (v > lim)
-				return -FB_ERANGE;
-		}
-		if (*s == '.') {
-			int overflow = 0;
-
-			for (s++; *s >= '0' && *s <= '9'; s++, post = 1) {
-				if (overflow)
-					continue;
-				if (f > (lim - 1) / 10) { /* further digits cannot matter */
-					overflow = 1;
-					continue;
-				}
-				f = f * 10 + (unsigned long long)(*s - '0');
-				scale *= 10;
-			}
-		}
-		if (!pre && !post)
-			return -FB_EINVAL;
-		for (u = s; *s && *s != '.' && (*s < '0' || *s > '9'); s++)
-			;
-		ulen = (size_t)(s - u);
-		if (ulen == 0)
-			return -FB_EINVAL; /* missing unit */
-		for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-			if (strlen(units[i].u) == ulen && memcmp(units[i].u, u, ulen) == 0)
-				break;
-		if (i == sizeof(units) / sizeof(units[0]))
-			return -FB_EINVAL;
-		mul = units[i].mul;
-		if (v > lim / mul)
-			return -FB_ERANGE;
-		v *= mul;
-		if (f > 0) {
-			v += (unsigned long long)((double)f * ((double)mul / scale));
-			if (v > lim)
-				return -FB_ERANGE;
-		}
-		d += v;
-		if (d > lim)
-			return -FB_ERANGE;
-	}
-	if (neg) {
-		*ns = d == lim ? LLONG_MIN : -(long long)d;
-		return 0;
-	}
-	if (d > lim - 1)
-		return -FB_ERANGE;
-	*ns = (long long)d;
-	return 0;
-}
-
 /* ---- the member table ------------------------------------------------------ */
 
 enum kind {
@@ -226,90 +148,107 @@ enum kind {
 	K_KLOGV,    /* core.klog.v */
 	K_SCALAR,   /* a klog option we accept and ignore */
 	K_RULES,    /* sources.custom: kept as a json array */
+	/* nfd-master.conf: its own messages, kept from before the table */
+	M_BOOL,     /* true/false: "not true or false" */
+	M_AUTONS,   /* autoDefaultNs: M_BOOL, and false is refused */
+	M_DUR,      /* a Go duration string or integer nanoseconds, into ms */
+	M_LIST,     /* a list of strings; null leaves it */
+	M_STR,      /* labelWhiteList: strings only */
+	M_PAGE,     /* informerPageSize: 0..100000 */
+	M_KLOGV,    /* klog.v */
+	M_NSSEL,    /* restrictions.nodeFeatureNamespaceSelector: a labelSelector */
+	M_IGNORE,   /* a key that is known and not read here */
+};
+
+/* Flags of a K_OBJ member in the master's table (the worker's use none). */
+enum {
+	F_LENIENT = 1, /* not a mapping: ignored; unknown keys: ignored */
+	F_STRICT = 2,  /* unknown keys are an error (restrictions: skipping one fails open) */
 };
 
 struct field {
 	const char *name;
 	enum kind kind;
-	size_t off; /* into struct nfd_worker_config */
+	size_t off; /* into the config struct the walk fills */
 	const struct field *sub;
+	int flags;
 };
 
-#define F(name, kind, member) { name, kind, offsetof(struct nfd_worker_config, member), NULL }
-#define SUB(name, kind, fields) { name, kind, 0, fields }
+#define F(name, kind, member) { name, kind, offsetof(struct nfd_worker_config, member), NULL, 0 }
+#define SUB(name, kind, fields) { name, kind, 0, fields, 0 }
 
 static const struct field klog_fields[] = {
-	{ "addDirHeader", K_SCALAR, 0, NULL }, { "alsologtostderr", K_SCALAR, 0, NULL },
-	{ "logBacktraceAt", K_SCALAR, 0, NULL }, { "logDir", K_SCALAR, 0, NULL },
-	{ "logFile", K_SCALAR, 0, NULL }, { "logFileMaxSize", K_SCALAR, 0, NULL },
-	{ "logtostderr", K_SCALAR, 0, NULL }, { "skipHeaders", K_SCALAR, 0, NULL },
-	{ "skipLogHeaders", K_SCALAR, 0, NULL }, { "stderrthreshold", K_SCALAR, 0, NULL },
-	F("v", K_KLOGV, core.klog_v), { "vmodule", K_SCALAR, 0, NULL },
-	{ NULL, K_OBJ, 0, NULL },
+	{ "addDirHeader", K_SCALAR, 0, NULL, 0 }, { "alsologtostderr", K_SCALAR, 0, NULL, 0 },
+	{ "logBacktraceAt", K_SCALAR, 0, NULL, 0 }, { "logDir", K_SCALAR, 0, NULL, 0 },
+	{ "logFile", K_SCALAR, 0, NULL, 0 }, { "logFileMaxSize", K_SCALAR, 0, NULL, 0 },
+	{ "logtostderr", K_SCALAR, 0, NULL, 0 }, { "skipHeaders", K_SCALAR, 0, NULL, 0 },
+	{ "skipLogHeaders", K_SCALAR, 0, NULL, 0 }, { "stderrthreshold", K_SCALAR, 0, NULL, 0 },
+	F("v", K_KLOGV, core.klog_v), { "vmodule", K_SCALAR, 0, NULL, 0 },
+	{ NULL, K_OBJ, 0, NULL, 0 },
 };
 
 static const struct field core_fields[] = {
 	SUB("klog", K_KLOG, klog_fields),
 	F("labelWhiteList", K_REGEXP, core.label_whitelist),
 	F("noPublish", K_BOOL, core.no_publish),
-	{ "noOwnerRefs", K_NOOWNERS, 0, NULL },
+	{ "noOwnerRefs", K_NOOWNERS, 0, NULL, 0 },
 	F("featureSources", K_LIST, core.feature_sources),
-	{ "sources", K_ALIAS, 0, NULL },
+	{ "sources", K_ALIAS, 0, NULL, 0 },
 	F("labelSources", K_LIST, core.label_sources),
 	F("sleepInterval", K_DUR, core.sleep_interval_ms),
 	F("noPublishFeatures", K_LIST, core.no_publish_features),
 	F("ownerRefs", K_OWNERS, core.owner_refs),
-	{ NULL, K_OBJ, 0, NULL },
+	{ NULL, K_OBJ, 0, NULL, 0 },
 };
 
 static const struct field cpuid_fields[] = {
 	F("attributeBlacklist", K_LIST, cpuid.attribute_blacklist),
 	F("attributeWhitelist", K_LIST, cpuid.attribute_whitelist),
-	{ NULL, K_OBJ, 0, NULL },
+	{ NULL, K_OBJ, 0, NULL, 0 },
 };
 
 static const struct field cpu_fields[] = {
 	SUB("cpuid", K_OBJ, cpuid_fields),
-	{ NULL, K_OBJ, 0, NULL },
+	{ NULL, K_OBJ, 0, NULL, 0 },
 };
 
 static const struct field kernel_fields[] = {
 	F("kconfigFile", K_STR, kernel.kconfig_file),
 	F("configOpts", K_LIST, kernel.config_opts),
-	{ NULL, K_OBJ, 0, NULL },
+	{ NULL, K_OBJ, 0, NULL, 0 },
 };
 
 static const struct field pci_fields[] = {
 	F("deviceClassWhitelist", K_LIST, pci.device_class_whitelist),
 	F("deviceLabelFields", K_LIST, pci.device_label_fields),
-	{ NULL, K_OBJ, 0, NULL },
+	{ NULL, K_OBJ, 0, NULL, 0 },
 };
 
 static const struct field usb_fields[] = {
 	F("deviceClassWhitelist", K_LIST, usb.device_class_whitelist),
 	F("deviceLabelFields", K_LIST, usb.device_label_fields),
-	{ NULL, K_OBJ, 0, NULL },
+	{ NULL, K_OBJ, 0, NULL, 0 },
 };
 
 static const struct field local_fields[] = {
 	F("hooksEnabled", K_BOOL, local_hooks_enabled),
-	{ NULL, K_OBJ, 0, NULL },
+	{ NULL, K_OBJ, 0, NULL, 0 },
 };
 
 static const struct field source_fields[] = {
 	SUB("cpu", K_OBJ, cpu_fields),
-	{ "custom", K_RULES, 0, NULL },
+	{ "custom", K_RULES, 0, NULL, 0 },
 	SUB("kernel", K_OBJ, kernel_fields),
 	SUB("local", K_OBJ, local_fields),
 	SUB("pci", K_OBJ, pci_fields),
 	SUB("usb", K_OBJ, usb_fields),
-	{ NULL, K_OBJ, 0, NULL },
+	{ NULL, K_OBJ, 0, NULL, 0 },
 };
 
 static const struct field top_fields[] = {
 	SUB("core", K_OBJ, core_fields),
 	SUB("sources", K_MAP, source_fields),
-	{ NULL, K_OBJ, 0, NULL },
+	{ NULL, K_OBJ, 0, NULL, 0 },
 };
 
 /* ---- the walk -------------------------------------------------------------- */
@@ -317,7 +256,10 @@ static const struct field top_fields[] = {
 #define MAX_PATH 12
 
 struct walk {
-	struct nfd_worker_config *cfg;
+	struct nfd_worker_config *cfg; /* the worker's walk */
+	char *base;                    /* the struct the offsets are into */
+	int master;                    /* nfd-master.conf: members in table order, first
+					* spelling wins; messages without positions */
 	const char *text, *what;
 	size_t len;
 	const struct fb_log *lg;
@@ -397,6 +339,8 @@ static int fail(struct walk *w, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (w->master) /* nfdconf_master_apply_yaml puts the document's name in front */
+		return fb_errinfo_set(w->ei, FB_EINVAL, 0, path_str(w, path, sizeof(path)), msg);
 	locate(w, &line, &col);
 	snprintf(detail, sizeof(detail), "line %d column %d: %s: %s", line, col,
 		 path_str(w, path, sizeof(path)), msg);
@@ -410,6 +354,10 @@ static void warn_unknown(struct walk *w)
 
 	if (w->apply)
 		return;
+	if (w->master) {
+		LOG_W(w->lg, "%s: unknown key %s, ignored", w->what, w->path[0]);
+		return;
+	}
 	locate(w, &line, &col);
 	LOG_W(w->lg, "%s: line %d column %d: unknown key %s, ignored", w->what, line, col,
 	      path_str(w, path, sizeof(path)));
@@ -512,7 +460,7 @@ static int do_duration(struct walk *w, const struct json *j, long long *ms)
 	case JSON_NULL:
 		return 0;
 	case JSON_STRING:
-		rc = nfdconf_parse_duration(json_str(j), &ns);
+		rc = opt_parse_duration(json_str(j), &ns);
 		if (rc < 0) {
 			char e[64];
 
@@ -575,10 +523,13 @@ static int do_klog_v(struct walk *w, const struct json *j, int *v)
 }
 
 static int walk_obj(struct walk *w, const struct json *j, const struct field *fields, int exact);
+static int walk_master(struct walk *w, const struct json *j, const struct field *fields, int flags);
+
+static int do_master(struct walk *w, const struct field *f, const struct json *j, void *dst);
 
 static int do_field(struct walk *w, const struct field *f, const struct json *j)
 {
-	void *dst = (char *)w->cfg + f->off;
+	void *dst = w->base + f->off;
 	char *tofree = NULL;
 	const char *s;
 	int rc = 0, oom = 0;
@@ -587,6 +538,8 @@ static int do_field(struct walk *w, const struct field *f, const struct json *j)
 	case K_OBJ:
 	case K_MAP:
 	case K_KLOG:
+		if (w->master)
+			return walk_master(w, j, f->sub, f->flags);
 		return walk_obj(w, j, f->sub, f->kind != K_OBJ);
 	case K_BOOL:
 	case K_NOOWNERS:
@@ -653,6 +606,8 @@ static int do_field(struct walk *w, const struct field *f, const struct json *j)
 			w->cfg->custom = dup;
 		}
 		return 0;
+	default:
+		return do_master(w, f, j, dst);
 	}
 	return 0;
 }
@@ -695,7 +650,7 @@ int nfdconf_apply_yaml(struct nfd_worker_config *cfg, const char *text, size_t l
 		       const struct fb_log *lg, struct fb_errinfo *ei)
 {
 	struct fb_errinfo ei2;
-	struct walk w = { .cfg = cfg, .text = text, .what = what, .len = len, .lg = lg,
+	struct walk w = { .cfg = cfg, .base = (char *)cfg, .text = text, .what = what, .len = len, .lg = lg,
 			  .ei = ei ? ei : &ei2 };
 	struct json *doc = yaml_parse(text, len, what, w.ei);
 	int rc;
@@ -742,6 +697,267 @@ int nfdconf_load_file(struct nfd_worker_config *cfg, const char *path, const str
 	if (len < 0)
 		return fb_errinfo_set(ei, (int)-len, len == -FB_EIO ? errno : 0, path, "reading the config file");
 	rc = nfdconf_apply_yaml(cfg, buf, (size_t)len, path, lg, ei);
+	free(buf);
+	return rc;
+}
+
+/* ---- nfd-master.conf --------------------------------------------------------
+ * The same walk over the master's table. Kept from the master's decoder of
+ * before: members are read in table order (so the first bad value in that
+ * order is the one reported), a member is the exact key or else the first
+ * key equal ignoring ASCII case, messages name the member without a
+ * position, and top-level unknown keys warn without one. */
+
+#define M(name, kind, member) { name, kind, offsetof(struct nfd_master_config, member), NULL, 0 }
+#define MSUB(name, fields, flags) { name, K_OBJ, 0, fields, flags }
+
+static const struct field m_le_fields[] = {
+	M("leaseDuration", M_DUR, lease_ms),
+	M("renewDeadline", M_DUR, renew_ms),
+	M("retryPeriod", M_DUR, retry_ms),
+	{ NULL, K_OBJ, 0, NULL, 0 },
+};
+
+static const struct field m_klog_fields[] = {
+	M("v", M_KLOGV, klog_v),
+	{ NULL, K_OBJ, 0, NULL, 0 },
+};
+
+/* every upstream key is implemented */
+static const struct field m_restr_fields[] = {
+	M("allowOverwrite", M_BOOL, allow_overwrite),
+	M("disableLabels", M_BOOL, disable_labels),
+	M("disableAnnotations", M_BOOL, disable_annotations),
+	M("disableExtendedResources", M_BOOL, disable_ers),
+	M("denyNodeFeatureLabels", M_BOOL, deny_nf_labels),
+	M("nodeFeatureNamespaceSelector", M_NSSEL, ns_query),
+	{ NULL, K_OBJ, 0, NULL, 0 },
+};
+
+static const struct field m_top_fields[] = {
+	M("noPublish", M_BOOL, no_publish),
+	M("enableTaints", M_BOOL, enable_taints),
+	M("extraLabelNs", M_LIST, extra_ns),
+	M("denyLabelNs", M_LIST, deny_ns),
+	M("resyncPeriod", M_DUR, resync_ms),
+	M("labelWhiteList", M_STR, whitelist),
+	MSUB("leaderElection", m_le_fields, F_LENIENT),
+	{ "nfdApiParallelism", M_IGNORE, 0, NULL, 0 }, /* the flag's business */
+	M("informerPageSize", M_PAGE, page_size),
+	MSUB("klog", m_klog_fields, F_LENIENT),
+	MSUB("restrictions", m_restr_fields, F_STRICT),
+	/* v0.17-v0.18: false is DisableAutoPrefix, which is not implemented */
+	M("autoDefaultNs", M_AUTONS, auto_default_ns),
+	{ NULL, K_OBJ, 0, NULL, 0 },
+};
+
+/* A member by name, exact first, then ignoring ASCII case (Go's encoding/json). */
+static const struct json *ci_get(const struct json *o, const char *key)
+{
+	const struct json *c = json_get(o, key);
+
+	if (json_type(o) != JSON_OBJECT)
+		return NULL;
+	for (const struct json *e = json_child(o); !c && e; e = json_next(e))
+		if (strcasecmp(json_key(e), key) == 0)
+			c = e;
+	return c;
+}
+
+static int walk_master(struct walk *w, const struct json *j, const struct field *fields, int flags)
+{
+	if (json_type(j) == JSON_NULL)
+		return 0;
+	if (json_type(j) != JSON_OBJECT)
+		return flags & F_LENIENT ? 0 : fail(w, "not a mapping");
+	for (const struct json *c = json_child(j); c && !(flags & F_LENIENT); c = json_next(c)) {
+		char key[128];
+
+		if (find(fields, json_key(c), 0))
+			continue;
+		if (!(flags & F_STRICT)) {
+			push(w, json_key(c));
+			warn_unknown(w);
+			pop(w);
+			continue;
+		}
+		snprintf(key, sizeof(key), "%s.%.100s", w->depth ? w->path[w->depth - 1] : "", json_key(c));
+		return fb_errinfo_set(w->ei, FB_EINVAL, 0, key,
+				      "not implemented: refusing to start (ignoring a restriction would fail open)");
+	}
+	for (const struct field *f = fields; f->name; f++) {
+		const struct json *c = ci_get(j, f->name);
+		int rc;
+
+		if (!c)
+			continue;
+		push(w, f->name);
+		rc = do_field(w, f, c);
+		pop(w);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* The master's value kinds: j is present (null included). */
+static int do_master(struct walk *w, const struct field *f, const struct json *j, void *dst)
+{
+	struct nfd_master_config *c = (struct nfd_master_config *)w->base;
+	long long n;
+
+	if (json_type(j) == JSON_NULL && f->kind != M_NSSEL)
+		return 0;
+	switch (f->kind) {
+	case M_BOOL:
+	case M_AUTONS:
+		if (json_bool(j) < 0)
+			return fail(w, "not true or false");
+		if (f->kind == M_AUTONS && !json_bool(j))
+			return fail(w, "false is not implemented (names always get feature.node.kubernetes.io/): "
+				    "refusing to start");
+		if (w->apply)
+			*(int *)dst = json_bool(j);
+		return 0;
+	case M_DUR:
+		if (json_type(j) != JSON_NUMBER || json_int(j, &n) < 0) {
+			if (!json_str(j) || opt_parse_duration(json_str(j), &n) < 0)
+				return fail(w, "not a duration (like 1h, 90s)");
+		}
+		if (w->apply)
+			*(long long *)dst = n / 1000000;
+		return 0;
+	case M_LIST: {
+		const char **items;
+		size_t k = 0;
+		int rc;
+
+		if (json_type(j) != JSON_ARRAY)
+			return fail(w, "not a list");
+		for (const struct json *e = json_child(j); e; e = json_next(e))
+			if (!json_str(e))
+				return fail(w, "list items must be strings");
+		if (!w->apply)
+			return 0;
+		if (!(items = calloc(json_count(j) + 1, sizeof(*items))))
+			return -FB_ENOMEM;
+		for (const struct json *e = json_child(j); e; e = json_next(e))
+			items[k++] = json_str(e);
+		rc = nfdconf_list_set(dst, items, k);
+		free(items);
+		return rc;
+	}
+	case M_STR:
+		if (!json_str(j))
+			return fail(w, "not a string");
+		return w->apply ? str_set(dst, &c->whitelist_own_, json_str(j)) : 0;
+	case M_PAGE:
+		if (json_int(j, &n) < 0 || n < 0 || n > 100000)
+			return fail(w, "not a number from 0 to 100000");
+		if (w->apply)
+			*(long *)dst = (long)n;
+		return 0;
+	case M_KLOGV:
+		if (json_int(j, &n) < 0 && (!json_str(j) || (n = strtol(json_str(j), NULL, 10)) < 0))
+			return fail(w, "not a number");
+		if (w->apply) {
+			*(long *)dst = (long)n;
+			c->have_klog_v = 1;
+		}
+		return 0;
+	case M_NSSEL: {
+		char scratch[NFDCONF_NS_QUERY_MAX], d[sizeof(w->ei->detail)];
+		struct fb_errinfo sei;
+		int rc;
+
+		fb_errinfo_init(&sei);
+		rc = kube_label_selector(j, w->apply ? dst : scratch, NFDCONF_NS_QUERY_MAX, &sei);
+		if (rc >= 0)
+			return 0;
+		if (rc == -FB_E2BIG)
+			snprintf(d, sizeof(d), "longer than %d bytes as an encoded labelSelector",
+				 NFDCONF_NS_QUERY_MAX - 1);
+		else
+			snprintf(d, sizeof(d), "%.50s: %.100s", sei.what, sei.detail);
+		return fb_errinfo_set(w->ei, FB_EINVAL, 0, "restrictions.nodeFeatureNamespaceSelector", d);
+	}
+	default: /* M_IGNORE */
+		return 0;
+	}
+}
+
+void nfdconf_master_init(struct nfd_master_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->allow_overwrite = 1;
+	c->auto_default_ns = 1;
+	c->extra_ns = EMPTY;
+	c->deny_ns = EMPTY;
+	c->resync_ms = 3600000;
+	c->lease_ms = 15000;
+	c->renew_ms = 10000;
+	c->retry_ms = 2000;
+	c->page_size = 50;
+}
+
+void nfdconf_master_free(struct nfd_master_config *c)
+{
+	list_free(&c->extra_ns);
+	list_free(&c->deny_ns);
+	free(c->whitelist_own_);
+	c->whitelist_own_ = NULL;
+	c->whitelist = NULL;
+}
+
+int nfdconf_master_apply_yaml(struct nfd_master_config *c, const char *text, size_t len, const char *what,
+			      const struct fb_log *lg, struct fb_errinfo *ei)
+{
+	struct fb_errinfo ei2;
+	struct walk w = { .base = (char *)c, .master = 1, .text = text, .what = what, .len = len, .lg = lg,
+			  .ei = ei ? ei : &ei2 };
+	struct json *doc = yaml_parse(text, len, what, w.ei);
+	int rc = 0;
+
+	if (!doc)
+		return -w.ei->code;
+	if (json_type(doc) != JSON_NULL && json_type(doc) != JSON_OBJECT) {
+		json_free(doc);
+		return fb_errinfo_set(w.ei, FB_EINVAL, 0, what, "not a mapping of options");
+	}
+	rc = walk_master(&w, doc, m_top_fields, 0);
+	if (rc == 0) {
+		w.apply = 1;
+		rc = walk_master(&w, doc, m_top_fields, 0);
+	}
+	json_free(doc);
+	if (rc == -FB_ENOMEM) {
+		fb_errinfo_set(w.ei, FB_ENOMEM, 0, what, NULL);
+	} else if (rc < 0) {
+		char d[sizeof(w.ei->detail)];
+
+		snprintf(d, sizeof(d), "%.60s: %.95s", w.ei->what, w.ei->detail);
+		fb_errinfo_set(w.ei, -rc, 0, what, d);
+	}
+	return rc;
+}
+
+int nfdconf_master_load_file(struct nfd_master_config *c, const char *path, const struct fb_log *lg,
+			     struct fb_errinfo *ei)
+{
+	char *buf = NULL, what[sizeof(ei->what)];
+	ssize_t len = sysfs_read_alloc(AT_FDCWD, path, CONF_MAX_SIZE, &buf);
+	int rc;
+
+	if (len == -FB_ENOENT) {
+		LOG_I(lg, "config file %s not found, using defaults", path);
+		return 0;
+	}
+	if (len < 0) {
+		free(buf);
+		snprintf(what, sizeof(what), "reading %s", path);
+		return fb_errinfo_set(ei, (int)-len, 0, what, NULL);
+	}
+	rc = nfdconf_master_apply_yaml(c, buf, (size_t)len, path, lg, ei);
 	free(buf);
 	return rc;
 }

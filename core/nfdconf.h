@@ -103,11 +103,6 @@ int nfdconf_load_file(struct nfd_worker_config *cfg, const char *path, const str
  * config). Returns 0 or -FB_ENOMEM (list unchanged). */
 int nfdconf_list_set(struct nfd_strlist *l, const char *const *items, size_t n);
 
-/* Parses a Go duration (time.ParseDuration) into nanoseconds: "300ms",
- * "-1.5h", "2h45m", "1µs"; "0" needs no unit. Returns 0, -FB_EINVAL, or
- * -FB_ERANGE past about 292 years. */
-int nfdconf_parse_duration(const char *s, long long *ns);
-
 /* Resolves featureSources/labelSources as upstream's configureCore does,
  * walking the list in order: "all" adds every source of all_mask, "NAME"
  * adds a known source, "-NAME" removes one; anything else is logged (info,
@@ -124,5 +119,49 @@ enum { NFDCONF_OWNER_NODE = 1, NFDCONF_OWNER_POD = 2, NFDCONF_OWNER_DS = 4 };
  * mask (0 for an empty list: no owner references), or -FB_EINVAL with
  * ei->detail naming the bad entry. */
 int nfdconf_owner_refs(const struct nfd_strlist *list, struct fb_errinfo *ei);
+
+/* ---- nfd-master.conf and the master's --options ---------------------------
+ * Mirrors pkg/nfd-master's NFDConfig (v0.17-v0.19). Members match keys
+ * ignoring ASCII case, the exact spelling first, then the first other
+ * spelling. An unknown top-level key is a warning; an unknown key under
+ * restrictions is an error (a restriction skipped fails open). Durations are
+ * Go duration strings or integer nanoseconds. autoDefaultNs: false is refused
+ * (DisableAutoPrefix is not implemented). Errors are "WHAT: key: problem"
+ * (ei->what = WHAT, the file or "--options"). */
+
+#define NFDCONF_NS_QUERY_MAX 900 /* an encoded labelSelector, with its NUL */
+
+struct nfd_master_config {
+	int no_publish, enable_taints;        /* 0 */
+	int allow_overwrite, auto_default_ns; /* 1 */
+	int disable_labels, disable_annotations, disable_ers, deny_nf_labels; /* 0 */
+	char ns_query[NFDCONF_NS_QUERY_MAX];  /* restrictions.nodeFeatureNamespaceSelector,
+					       * encoded; "": none */
+	struct nfd_strlist extra_ns, deny_ns; /* [] */
+	const char *whitelist;                /* labelWhiteList; NULL when not given */
+	long long resync_ms, lease_ms, renew_ms, retry_ms; /* 1h, 15s, 10s, 2s */
+	long page_size;                       /* informerPageSize: 50 */
+	long klog_v;                          /* klog.v, when have_klog_v */
+	int have_klog_v;
+	char *whitelist_own_;
+};
+
+/* Cannot fail: every field at its default. */
+void nfdconf_master_init(struct nfd_master_config *c);
+
+/* Frees what the config owns; safe after nfdconf_master_init. */
+void nfdconf_master_free(struct nfd_master_config *c);
+
+/* Applies YAML text[0..len) over c; what names it ("--options" or the path).
+ * Returns 0, -FB_EINVAL (a YAML error, or ei->detail "KEY: problem"),
+ * -FB_EDEPTH or -FB_ENOMEM. */
+int nfdconf_master_apply_yaml(struct nfd_master_config *c, const char *text, size_t len, const char *what,
+			      const struct fb_log *lg, struct fb_errinfo *ei);
+
+/* Reads path (at most 1 MiB) and applies it. A missing file is logged (info)
+ * and not an error. Returns 0, nfdconf_master_apply_yaml's errors, or the
+ * read's error with ei->what "reading PATH". */
+int nfdconf_master_load_file(struct nfd_master_config *c, const char *path, const struct fb_log *lg,
+			     struct fb_errinfo *ei);
 
 #endif

@@ -58,69 +58,140 @@ static int parse_bool(const char *s, int *out)
 	return -FB_EINVAL;
 }
 
-int opt_parse_duration(const char *s, long long *ms)
+/* Go's leadingInt: digits into *x; 1 when they pass 1<<63. */
+static int lead_int(const char **s, unsigned long long *x)
 {
-	static const struct { const char *u; long long num, den; } units[] = {
-		{ "ns", 1, 1000000 }, { "us", 1, 1000 }, { "ms", 1, 1 },
-		{ "s", 1000, 1 }, { "m", 60000, 1 }, { "h", 3600000, 1 },
-	};
-	long long total = 0;
+	const unsigned long long lim = 1ULL << 63;
 
+	for (*x = 0; **s >= '0' && **s <= '9'; (*s)++) {
+		if (*x > lim / 10)
+			return 1;
+		*x = *x * 10 + (unsigned long long)(**s - '0');
+		if (*x > lim)
+			return 1;
+	}
+	return 0;
+}
+
+/* Go's leadingFraction: digits after the point into *x over *scale; digits
+ * that would overflow are consumed and ignored. */
+static void lead_fraction(const char **s, unsigned long long *x, double *scale)
+{
+	const unsigned long long lim = 1ULL << 63;
+	int overflow = 0;
+
+	for (*x = 0, *scale = 1; **s >= '0' && **s <= '9'; (*s)++) {
+		unsigned long long y;
+
+		if (overflow)
+			continue;
+		if (*x > (lim - 1) / 10) {
+			overflow = 1;
+			continue;
+		}
+		y = *x * 10 + (unsigned long long)(**s - '0');
+		if (y > lim) {
+			overflow = 1;
+			continue;
+		}
+		*x = y;
+		*scale *= 10;
+	}
+}
+
+int opt_parse_duration(const char *s, long long *ns)
+{
+	static const struct { const char *u; unsigned long long mul; } units[] = {
+		{ "ns", 1ULL }, { "us", 1000ULL }, { "\xC2\xB5s", 1000ULL }, { "\xCE\xBCs", 1000ULL },
+		{ "ms", 1000000ULL }, { "s", 1000000000ULL }, { "m", 60000000000ULL },
+		{ "h", 3600000000000ULL },
+	};
+	const unsigned long long lim = 1ULL << 63;
+	unsigned long long d = 0;
+	int neg = 0;
+
+	if (*s == '-' || *s == '+')
+		neg = *s++ == '-';
 	if (strcmp(s, "0") == 0)
-		return *ms = 0, 0;
+		return *ns = 0, 0;
 	if (*s == '\0')
 		return -FB_EINVAL;
 	while (*s) {
-		long long n = 0;
-		const char *u;
+		unsigned long long v, f = 0, mul;
+		double scale = 1;
+		const char *start = s, *u;
+		int pre, post = 0;
 		size_t ulen, i;
 
-		if (*s < '0' || *s > '9')
+		if (*s != '.' && (*s < '0' || *s > '9'))
 			return -FB_EINVAL;
-		for (; *s >= '0' && *s <= '9'; s++) {
-			if (n > (LLONG_MAX - 9) / 10)
-				return -FB_ERANGE;
-			n = n * 10 + (*s - '0');
+		if (lead_int(&s, &v))
+			return -FB_ERANGE;
+		pre = s != start;
+		if (*s == '.') {
+			const char *p = ++s;
+
+			lead_fraction(&s, &f, &scale);
+			post = s != p;
 		}
-		for (u = s; *s && (*s < '0' || *s > '9'); s++)
+		if (!pre && !post)
+			return -FB_EINVAL;
+		for (u = s; *s && *s != '.' && (*s < '0' || *s > '9'); s++)
 			;
 		ulen = (size_t)(s - u);
+		if (ulen == 0)
+			return -FB_EINVAL; /* missing unit */
 		for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
 			if (strlen(units[i].u) == ulen && memcmp(units[i].u, u, ulen) == 0)
 				break;
 		if (i == sizeof(units) / sizeof(units[0]))
 			return -FB_EINVAL;
-		if (n > LLONG_MAX / units[i].num)
+		mul = units[i].mul;
+		if (v > lim / mul)
 			return -FB_ERANGE;
-		n = n * units[i].num / units[i].den;
-		if (total > LLONG_MAX - n)
+		v *= mul;
+		if (f > 0) {
+			/* float64, as Go does: "0.3333333333333333333h" is 20m */
+			v += (unsigned long long)((double)f * ((double)mul / scale));
+			if (v > lim)
+				return -FB_ERANGE;
+		}
+		d += v;
+		if (d > lim)
 			return -FB_ERANGE;
-		total += n;
 	}
-	*ms = total;
+	if (neg) {
+		*ns = d == lim ? LLONG_MIN : -(long long)d;
+		return 0;
+	}
+	if (d > lim - 1)
+		return -FB_ERANGE;
+	*ns = (long long)d;
 	return 0;
 }
 
-/* Stores val (NULL: the option was given without a value) into o's destination. */
-static int opt_set(const struct opt_spec *spec, const struct opt *o, const char *shown, char *val)
+/* Stores val (NULL: the option was given without a value) into o's destination in base. */
+static int opt_set(const struct opt_spec *spec, char *base, const struct opt *o, const char *shown, char *val)
 {
+	void *dst = base + o->off;
+
 	switch (o->kind) {
 	case OPT_FLAG:
 		if (!val)
-			*(int *)o->dst = 1;
-		else if (parse_bool(val, o->dst) < 0)
+			*(int *)dst = 1;
+		else if (parse_bool(val, dst) < 0)
 			return usage_err(spec, "%s: '%s' is not a boolean (true/false)", shown, val);
 		break;
 	case OPT_STR:
-		*(const char **)o->dst = val;
+		*(const char **)dst = val;
 		break;
 	case OPT_OPTSTR:
 		/* a later bare "-f" must not undo an earlier "--features-file=X" */
 		if (val)
-			*(const char **)o->dst = val;
+			*(const char **)dst = val;
 		break;
 	case OPT_STRS: {
-		struct opt_list *l = o->dst;
+		struct opt_list *l = dst;
 
 		if (l->n == OPT_LIST_MAX)
 			return usage_err(spec, "%s: given more than %d times", shown, OPT_LIST_MAX);
@@ -138,23 +209,24 @@ static int opt_set(const struct opt_spec *spec, const struct opt *o, const char 
 		if (errno == ERANGE || n < o->min || n > o->max)
 			return usage_err(spec, "%s: %s is out of range %ld..%ld", shown, val,
 					 o->min, o->max);
-		*(long *)o->dst = n;
+		*(long *)dst = n;
 		break;
 	}
 	case OPT_DUR: {
-		long long ms;
-		int rc = opt_parse_duration(val, &ms);
+		long long ns = 0, ms;
+		int rc = opt_parse_duration(val, &ns);
 
+		ms = ns / 1000000; /* toward zero: "1500us" is 1 ms */
 		if (rc < 0)
 			return usage_err(spec, "%s: '%s' is not a duration (like 90s, 1m30s, 500ms)",
 					 shown, val);
 		if (ms < o->min || (o->max && ms > o->max))
 			return usage_err(spec, "%s: %s is out of range", shown, val);
-		*(long long *)o->dst = ms;
+		*(long long *)dst = ms;
 		break;
 	}
 	case OPT_LIST: {
-		struct opt_list *l = o->dst;
+		struct opt_list *l = dst;
 
 		for (char *p = val, *next; p; p = next) {
 			next = strchr(p, ',');
@@ -170,7 +242,7 @@ static int opt_set(const struct opt_spec *spec, const struct opt *o, const char 
 	}
 	}
 	if (o->seen)
-		*o->seen = 1;
+		*(int *)(base + o->seen - 1) = 1;
 	return 0;
 }
 
@@ -180,22 +252,22 @@ static int takes_value(const struct opt *o)
 }
 
 /* Handles a long option "name[=value]" at argv[*i]. */
-static int parse_long(const struct opt_spec *spec, const struct opt *o, const char *dashes,
+static int parse_long(const struct opt_spec *spec, char *base, const struct opt *o, const char *dashes,
 		      char *eq, int argc, char **argv, int *i)
 {
 	char shown[96];
 
 	snprintf(shown, sizeof(shown), "%s%s", dashes, o->lo);
 	if (eq)
-		return opt_set(spec, o, shown, eq + 1);
+		return opt_set(spec, base, o, shown, eq + 1);
 	if (!takes_value(o))
-		return opt_set(spec, o, shown, NULL);
+		return opt_set(spec, base, o, shown, NULL);
 	if (*i + 1 >= argc)
 		return usage_err(spec, "%s needs a value", shown);
-	return opt_set(spec, o, shown, argv[++*i]);
+	return opt_set(spec, base, o, shown, argv[++*i]);
 }
 
-static int parse_shorts(const struct opt_spec *spec, int argc, char **argv, int *i)
+static int parse_shorts(const struct opt_spec *spec, char *base, int argc, char **argv, int *i)
 {
 	for (char *p = argv[*i] + 1; *p; p++) {
 		const struct opt *o = find_short(spec, *p);
@@ -204,19 +276,19 @@ static int parse_shorts(const struct opt_spec *spec, int argc, char **argv, int 
 		if (!o)
 			return usage_err(spec, "unknown option -%c", *p);
 		if (p[1] == '=') /* Go style "-d=true", "-v=3" */
-			return opt_set(spec, o, shown, p + 2);
+			return opt_set(spec, base, o, shown, p + 2);
 		if (!takes_value(o)) {
-			int rc = opt_set(spec, o, shown, NULL);
+			int rc = opt_set(spec, base, o, shown, NULL);
 
 			if (rc < 0)
 				return rc;
 			continue;
 		}
 		if (p[1])
-			return opt_set(spec, o, shown, p + 1);
+			return opt_set(spec, base, o, shown, p + 1);
 		if (*i + 1 >= argc)
 			return usage_err(spec, "%s needs a value", shown);
-		return opt_set(spec, o, shown, argv[++*i]);
+		return opt_set(spec, base, o, shown, argv[++*i]);
 	}
 	return 0;
 }
@@ -230,8 +302,9 @@ static int flushed(const struct opt_spec *spec)
 	return -FB_EIO;
 }
 
-int opt_parse(const struct opt_spec *spec, int argc, char **argv, int *first_arg)
+int opt_parse(const struct opt_spec *spec, void *opts, int argc, char **argv, int *first_arg)
 {
+	char *base = opts;
 	int i, rc;
 
 	for (i = 1; i < argc; i++) {
@@ -260,14 +333,14 @@ int opt_parse(const struct opt_spec *spec, int argc, char **argv, int *first_arg
 			return flushed(spec);
 		}
 		if (o && (dashes[1] == '-' || len > 1 || eq)) {
-			rc = parse_long(spec, o, dashes, eq, argc, argv, &i);
+			rc = parse_long(spec, base, o, dashes, eq, argc, argv, &i);
 		} else if (dashes[1] == '-') {
 			return usage_err(spec, "unknown option --%.*s", (int)len, name);
 		} else if (strcmp(a, "-h") == 0 && !find_short(spec, 'h')) {
 			opt_help(spec);
 			return flushed(spec);
 		} else {
-			rc = parse_shorts(spec, argc, argv, &i);
+			rc = parse_shorts(spec, base, argc, argv, &i);
 		}
 		if (rc < 0)
 			return rc;
@@ -298,9 +371,9 @@ void opt_help(const struct opt_spec *spec)
 	       "  --version", "print the version and exit");
 }
 
-int opt_parse_only(const struct opt_spec *spec, int argc, char **argv)
+int opt_parse_only(const struct opt_spec *spec, void *opts, int argc, char **argv)
 {
-	int first, rc = opt_parse(spec, argc, argv, &first);
+	int first, rc = opt_parse(spec, opts, argc, argv, &first);
 
 	if (rc == OPT_EXIT)
 		return 0;

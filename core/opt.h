@@ -15,7 +15,7 @@ enum opt_kind {
 	OPT_STR,    /* const char **: borrowed from argv */
 	OPT_OPTSTR, /* const char **: "--x=VALUE" stores VALUE; plain "--x"/"-x" only marks it seen */
 	OPT_INT,    /* long *: decimal, checked against min..max */
-	OPT_DUR,    /* long long * milliseconds: Go-style "90s", "1m30s", "500ms", "2h" */
+	OPT_DUR,    /* long long * milliseconds: a Go duration (opt_parse_duration), truncated */
 	OPT_LIST,   /* struct opt_list *: comma-separated, repeatable; argv is split in place */
 	OPT_STRS,   /* struct opt_list *: repeatable, each value kept whole */
 };
@@ -27,16 +27,24 @@ struct opt_list {
 	int n;
 };
 
+/* One row of an applet's const option table. The values land in the
+ * applet's options struct, whose defaults the applet fills in first:
+ *   static const struct opt opts[] = {
+ *   	{ .lo = "port", .kind = OPT_INT, .off = offsetof(struct x_opts, port), ... },
+ *   };
+ */
 struct opt {
 	const char *lo; /* long name or NULL */
 	char so;        /* short letter or 0 */
 	enum opt_kind kind;
-	void *dst;
+	size_t off;     /* of the destination in the options struct; its type is the kind's */
 	long min, max;  /* OPT_INT range; OPT_DUR range in ms (max 0: unbounded) */
 	const char *arg;  /* name of the value in --help, e.g. "PATH" */
 	const char *help; /* one line for --help */
-	int *seen;        /* optional: set to 1 when the option is given */
+	size_t seen;      /* 0, or OPT_SEEN(type, member): an int set to 1 when the option is given */
 };
+
+#define OPT_SEEN(type, member) (offsetof(type, member) + 1)
 
 struct opt_spec {
 	const char *name;  /* the applet's name, for messages */
@@ -49,20 +57,26 @@ enum {
 	OPT_EXIT = 1, /* --help or --version was printed: the applet exits 0 */
 };
 
-/* Parses argv[1..]. Returns 0 and sets *first_arg to the index of the first
+/* Parses argv[1..] into the options struct opts (spec->opts give the
+ * offsets; what is not given keeps its value). Returns 0 and sets *first_arg to the index of the first
  * operand (argc when none), OPT_EXIT after --help/--version, -FB_EIO when
  * those could not be written to stdout, or -FB_EUSAGE after printing
  * "NAME: problem" and a hint to stderr. */
-int opt_parse(const struct opt_spec *spec, int argc, char **argv, int *first_arg);
+int opt_parse(const struct opt_spec *spec, void *opts, int argc, char **argv, int *first_arg);
 
 /* opt_parse for an applet that takes no operands: returns -1 when the
  * applet goes on, else the exit status it returns at once (0 after --help
  * or --version, 2 for a usage error or an operand, 1 when the help could
  * not be written), the message already printed. */
-int opt_parse_only(const struct opt_spec *spec, int argc, char **argv);
+int opt_parse_only(const struct opt_spec *spec, void *opts, int argc, char **argv);
 
-/* Parses a Go-style duration into milliseconds. Returns 0 or -FB_EINVAL/-FB_ERANGE. */
-int opt_parse_duration(const char *s, long long *ms);
+/* THE duration parser, for flags and config files alike: Go's
+ * time.ParseDuration into nanoseconds. A possibly signed sequence of decimal
+ * numbers, each with an optional fraction and a unit (ns, us, \u00b5s, \u03bcs,
+ * ms, s, m, h): "300ms", "-1.5h", "1h15m30.918273645s", "10.5s4m"; "0" needs
+ * no unit. Returns 0, -FB_EINVAL (syntax), or -FB_ERANGE past int64
+ * nanoseconds (about 292 years). */
+int opt_parse_duration(const char *s, long long *ns);
 
 /* Prints the usage text and the generated option list to stdout. */
 void opt_help(const struct opt_spec *spec);

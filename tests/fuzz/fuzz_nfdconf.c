@@ -14,6 +14,7 @@
 #include "../../core/json.h"
 #include "../../core/log.h"
 #include "../../core/nfdconf.h"
+#include "../../core/opt.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -62,10 +63,10 @@ static void check_duration(const uint8_t *data, size_t size)
 		return;
 	memcpy(s, data, len);
 	s[len] = '\0';
-	if (nfdconf_parse_duration(s, &ns) < 0)
+	if (opt_parse_duration(s, &ns) < 0)
 		return;
 	snprintf(back, sizeof(back), "%lldns", ns);
-	if (nfdconf_parse_duration(back, &ns2) < 0 || ns2 != ns)
+	if (opt_parse_duration(back, &ns2) < 0 || ns2 != ns)
 		abort();
 }
 

@@ -3,6 +3,8 @@
 
 #include "../../core/metrics.h"
 
+#include <stddef.h>
+
 int main(void)
 {
 	static const double bounds[] = { 0.1, 1, 10 };
@@ -48,5 +50,23 @@ int main(void)
 	while (r.n < METRICS_MAX)
 		metrics_add(&r, METRIC_GAUGE, "filler", "", "f");
 	T_INT("full registry refused", metrics_add(&r, METRIC_GAUGE, "one_more", "", "x"), -1);
+	{
+		struct ids { int a, h, z; } ids;
+		static const struct metrics_def defs[] = {
+			{ METRIC_GAUGE, "t_build_info", "version=\"1\"", "b", NULL, 0, offsetof(struct ids, a) },
+			{ METRIC_HISTOGRAM, "t_seconds", "", "s", bounds, 3, offsetof(struct ids, h) },
+			{ METRIC_HISTOGRAM, "t_big", "", "s", bounds, METRICS_BUCKETS + 1, offsetof(struct ids, z) },
+		};
+
+		metrics_init(&r);
+		T_INT("table: a refused row is reported", metrics_add_table(&r, defs, 3, &ids), -1);
+		T_OK("table: indexes in order, -1 for the refused", ids.a == 0 && ids.h == 1 && ids.z == -1,
+		     "a=%d h=%d z=%d", ids.a, ids.h, ids.z);
+		T_INT("table: all fit", metrics_add_table(&r, defs, 2, &ids), 0);
+		T_OK("table: second registration", ids.a == 2 && ids.h == 3, "a=%d h=%d", ids.a, ids.h);
+		metrics_set(&r, ids.a, 7);
+		n = metrics_render(&r, buf, sizeof(buf));
+		T_OK("table: rendered", strstr(buf, "t_build_info{version=\"1\"} 7\n") != NULL, "%s", buf);
+	}
 	return t_done();
 }

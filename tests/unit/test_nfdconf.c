@@ -459,39 +459,6 @@ static void test_warnings(void)
 	}
 }
 
-static const struct {
-	const char *in;
-	int rc;
-	long long ns;
-} dur_cases[] = {
-	{ "0", 0, 0 }, { "-0", 0, 0 }, { "+0", 0, 0 }, { "1ns", 0, 1 }, { "1us", 0, 1000 },
-	{ "1\xC2\xB5s", 0, 1000 }, { "1\xCE\xBCs", 0, 1000 }, { "1ms", 0, 1000000 }, { "1s", 0, 1000000000 },
-	{ "1m30s", 0, 90000000000LL }, { "1.5h", 0, 5400000000000LL }, { ".5s", 0, 500000000 },
-	{ "5.s", 0, 5000000000LL }, { "-1.5s", 0, -1500000000 }, { "+2s", 0, 2000000000 },
-	{ "1h1m1s1ms1us1ns", 0, 3661001001001LL }, { "0.000000001s", 0, 1 },
-	{ "1.0000000001s", 0, 1000000000 },
-	{ "9223372036854775807ns", 0, 9223372036854775807LL },
-	{ "-9223372036854775808ns", 0, (-9223372036854775807LL - 1) },
-	{ "2562047h", 0, 9223369200000000000LL },
-	{ "9223372036854775808ns", -FB_ERANGE, 0 }, { "2562048h", -FB_ERANGE, 0 },
-	{ "99999999999999999999s", -FB_ERANGE, 0 },
-	{ "", -FB_EINVAL, 0 }, { "1", -FB_EINVAL, 0 }, { "s", -FB_EINVAL, 0 }, { ".s", -FB_EINVAL, 0 },
-	{ "1x", -FB_EINVAL, 0 }, { "1h1", -FB_EINVAL, 0 }, { "1 s", -FB_EINVAL, 0 }, { "-", -FB_EINVAL, 0 },
-	{ "1S", -FB_EINVAL, 0 }, { "--1s", -FB_EINVAL, 0 },
-};
-
-static void test_durations(void)
-{
-	for (size_t i = 0; i < sizeof(dur_cases) / sizeof(dur_cases[0]); i++) {
-		long long ns = -42;
-		int rc = nfdconf_parse_duration(dur_cases[i].in, &ns);
-		char name[128];
-
-		snprintf(name, sizeof(name), "duration \"%s\"", dur_cases[i].in);
-		T_OK(name, rc == dur_cases[i].rc && (rc < 0 || ns == dur_cases[i].ns), "rc=%d ns=%lld", rc, ns);
-	}
-}
-
 static void test_helpers(void)
 {
 	static const char *const known[] = { "cpu", "custom", "fake", "kernel", "local", "pci", "usb" };
@@ -586,6 +553,129 @@ static void test_files(void)
 		abort();
 }
 
+/* ---- nfd-master.conf: the same walker over the master's table ---------- */
+
+static const struct {
+	const char *name, *yaml;
+	int rc;
+	const char *err;  /* fb_errinfo_str, or NULL */
+	const char *warn; /* in the log, or NULL */
+} master_cases[] = {
+	{ "empty", "", 0, NULL, NULL },
+	{ "null", "null", 0, NULL, NULL },
+	{ "a list", "[1]", -FB_EINVAL, "--options: not a mapping of options", NULL },
+	{ "a bool", "noPublish: 3", -FB_EINVAL, "--options: noPublish: not true or false", NULL },
+	{ "case: exact spelling wins", "{NoPublish: 3, noPublish: true}", 0, NULL, NULL },
+	{ "case: first other spelling", "{NOPUBLISH: 3, NoPublish: true}", -FB_EINVAL,
+	  "--options: noPublish: not true or false", NULL },
+	{ "table order, not document order", "{resyncPeriod: x, enableTaints: 3}", -FB_EINVAL,
+	  "--options: enableTaints: not true or false", NULL },
+	{ "a list", "extraLabelNs: a", -FB_EINVAL, "--options: extraLabelNs: not a list", NULL },
+	{ "list items", "denyLabelNs: [a, 1]", -FB_EINVAL, "--options: denyLabelNs: list items must be strings",
+	  NULL },
+	{ "a duration", "resyncPeriod: soon", -FB_EINVAL, "--options: resyncPeriod: not a duration (like 1h, 90s)",
+	  NULL },
+	{ "nested duration", "leaderElection: {retryPeriod: 1.5}", -FB_EINVAL,
+	  "--options: leaderElection.retryPeriod: not a duration (like 1h, 90s)", NULL },
+	{ "leaderElection not a mapping: ignored", "leaderElection: [1]", 0, NULL, NULL },
+	{ "page size", "informerPageSize: 100001", -FB_EINVAL,
+	  "--options: informerPageSize: not a number from 0 to 100000", NULL },
+	{ "klog.v", "klog: {v: [1]}", -FB_EINVAL, "--options: klog.v: not a number", NULL },
+	{ "klog.v: text is strtol's (as before)", "klog: {v: x}", 0, NULL, NULL },
+	{ "whitelist", "labelWhiteList: 3", -FB_EINVAL, "--options: labelWhiteList: not a string", NULL },
+	{ "restrictions: not a mapping", "restrictions: 3", -FB_EINVAL, "--options: restrictions: not a mapping",
+	  NULL },
+	{ "restrictions: unknown key", "restrictions: {disableLabels: true, bogus: 1}", -FB_EINVAL,
+	  "--options: restrictions.bogus: not implemented: refusing to start (ignoring a restriction would fail open)",
+	  NULL },
+	{ "restrictions: bool", "restrictions: {AllowOverwrite: 3}", -FB_EINVAL,
+	  "--options: restrictions.allowOverwrite: not true or false", NULL },
+	{ "restrictions: selector", "restrictions: {nodeFeatureNamespaceSelector: {matchExpressions: [{key: a, operator: Foo}]}}",
+	  -FB_EINVAL, "--options: restrictions.nodeFeatureNamespaceSelector: ", NULL },
+	{ "autoDefaultNs: false", "autoDefaultNs: false", -FB_EINVAL,
+	  "--options: autoDefaultNs: false is not implemented (names always get feature.node.kubernetes.io/): "
+	  "refusing to start", NULL },
+	{ "unknown key warns", "{zz: 1, noPublish: true}", 0, NULL, "--options: unknown key zz, ignored" },
+	{ "known, not read here", "nfdApiParallelism: [1]", 0, NULL, NULL },
+};
+
+static void test_master(void)
+{
+	struct nfd_master_config c;
+	struct fb_errinfo ei;
+	char name[160], msg[1300];
+	int fd;
+
+	for (size_t i = 0; i < sizeof(master_cases) / sizeof(master_cases[0]); i++) {
+		int rc;
+
+		nfdconf_master_init(&c);
+		fb_errinfo_init(&ei);
+		log_reset();
+		rc = nfdconf_master_apply_yaml(&c, master_cases[i].yaml, strlen(master_cases[i].yaml), "--options", &lg,
+					       &ei);
+		snprintf(name, sizeof(name), "master: %s", master_cases[i].name);
+		T_INT(name, rc, master_cases[i].rc);
+		if (master_cases[i].err) {
+			fb_errinfo_str(&ei, msg, sizeof(msg));
+			T_OK(name, strncmp(msg, master_cases[i].err, strlen(master_cases[i].err)) == 0, "got \"%s\"", msg);
+		}
+		if (master_cases[i].warn)
+			T_OK(name, strstr(log_text(), master_cases[i].warn) != NULL, "log \"%s\"", log_text());
+		nfdconf_master_free(&c);
+	}
+
+	nfdconf_master_init(&c);
+	T_OK("master: defaults", c.allow_overwrite == 1 && c.auto_default_ns == 1 && c.resync_ms == 3600000 &&
+		 c.lease_ms == 15000 && c.renew_ms == 10000 && c.retry_ms == 2000 && c.page_size == 50 &&
+		 !c.have_klog_v && !c.whitelist && c.extra_ns.n == 0 && !c.ns_query[0], "bad defaults");
+#define MAPPLY(text, what) nfdconf_master_apply_yaml(&c, text, strlen(text), what, &lg, &ei)
+	T_INT("master: values",
+	      MAPPLY("noPublish: true\nenableTaints: true\nextraLabelNs: [a.io, b.io]\n"
+					"resyncPeriod: 1.5m\nlabelWhiteList: '^x'\n"
+					"leaderElection: {leaseDuration: 20s, renewDeadline: 3000000000, retryPeriod: 1h1ms}\n"
+					"informerPageSize: 0\nklog: {v: '4'}\n"
+					"restrictions: {allowOverwrite: false, disableLabels: true, "
+					"nodeFeatureNamespaceSelector: {matchLabels: {team: a}}}\n", "f"), 0);
+	T_OK("master: values stored", c.no_publish && c.enable_taints && c.resync_ms == 90000 && c.lease_ms == 20000 &&
+		 c.renew_ms == 3000 && c.retry_ms == 3600001 && c.page_size == 0 && c.have_klog_v && c.klog_v == 4 &&
+		 !c.allow_overwrite && c.disable_labels && c.whitelist && !strcmp(c.whitelist, "^x"),
+	     "resync=%lld lease=%lld renew=%lld retry=%lld", c.resync_ms, c.lease_ms, c.renew_ms, c.retry_ms);
+	T_LIST("master: extraLabelNs", c.extra_ns, "a.io,b.io");
+	T_STR("master: selector encoded", c.ns_query, "team%3Da");
+	/* a later document: given members replace, others stay, null leaves */
+	T_INT("master: --options over the file",
+	      MAPPLY("extraLabelNs: [c.io]\ndenyLabelNs: null\nlabelWhiteList: null\n", "--options"), 0);
+	T_LIST("master: list replaced", c.extra_ns, "c.io");
+	T_OK("master: others kept", c.no_publish && c.whitelist && !strcmp(c.whitelist, "^x"), "lost");
+	/* a bad document leaves the config as it was */
+	T_INT("master: bad document", MAPPLY("extraLabelNs: [d.io]\nnoPublish: 3\n", "--options"), -FB_EINVAL);
+	T_LIST("master: unchanged after an error", c.extra_ns, "c.io");
+	nfdconf_master_free(&c);
+
+	/* files: missing is defaults, unreadable says "reading PATH" */
+	nfdconf_master_init(&c);
+	log_reset();
+	T_INT("master: missing file", nfdconf_master_load_file(&c, "/nonexistent/nfd-master.conf", &lg, &ei), 0);
+	T_OK("master: missing file logged", strstr(log_text(), "config file /nonexistent/nfd-master.conf not found, "
+				  "using defaults") != NULL, "%s", log_text());
+	T_INT("master: a directory", nfdconf_master_load_file(&c, "/", &lg, &ei), -FB_EINVAL);
+	T_STR("master: a directory: message", fb_errinfo_str(&ei, msg, sizeof(msg)), "reading /: invalid value");
+	{
+		char path[] = "/tmp/fb-nfdmaster-XXXXXX";
+
+		fd = mkstemp(path);
+		if (fd >= 0) {
+			T_OK("master: file written", write(fd, "resyncPeriod: 2m\n", 17) == 17, "short write");
+			close(fd);
+			T_INT("master: file", nfdconf_master_load_file(&c, path, &lg, &ei), 0);
+			T_INT("master: file value", c.resync_ms, 120000);
+			unlink(path);
+		}
+	}
+	nfdconf_master_free(&c);
+}
+
 int main(void)
 {
 	char logtmpl[] = "/tmp/fb-nfdconf-log-XXXXXX";
@@ -602,9 +692,9 @@ int main(void)
 	test_sleep();
 	test_errors();
 	test_warnings();
-	test_durations();
 	test_helpers();
 	test_files();
+	test_master();
 	close(lg.fd);
 	return t_done();
 }
