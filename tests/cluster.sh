@@ -181,10 +181,6 @@ print("\n".join(bad))
 sys.exit(1 if bad else 0)'
 }
 
-cluster_seq() {
-	k8s_ctl log --json | python3 -c 'import json,sys; l=json.load(sys.stdin); print(l[-1]["seq"] if l else 0)'
-}
-
 cluster_alive() {
 	local n p st dead=
 	for n in $DAEMONS; do

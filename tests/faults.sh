@@ -49,7 +49,7 @@ round() {
 	# FB_FAULT_ONLY=REGEX: only the rounds named so (a local re-run)
 	[ -z "${FB_FAULT_ONLY:-}" ] || [[ $name =~ $FB_FAULT_ONLY ]] || return 0
 	K=$((K + 1))
-	seq=$(cluster_seq)
+	seq=$(k8s_seq)
 	$brk
 	cluster_round $K
 	sleep "$HOLD" # (the fault's duration is the test: the daemons back off meanwhile)

@@ -2,8 +2,9 @@
 # NodeFeature must not freeze the master. Acting as node1 (its token, the
 # test API server's RBAC), a 1 MB NodeFeature with 40,000 labels whose values
 # are "@" lookups is written ten times, each time with new names, while
-# /healthz is probed without pause: every probe must be answered within 1 s,
-# and another node's NodeFeature update must be applied meanwhile. Objects
+# /healthz is probed without pause the way the kubelet does (1 s timeout,
+# 3 failures in a row restart the container): no 3 in a row may fail, and
+# another node's NodeFeature update must be applied meanwhile. Objects
 # over the API's 1.5 MiB or over the label cap are refused, naming them.
 . "$(dirname "$0")/../lib/testing.sh"
 . "$FB_TOP/tests/k8s/start.sh"
@@ -68,34 +69,43 @@ r.read()
 print(r.status, len(json.dumps(obj, separators=(",", ":"))))
 PY
 # probe.py PORT DIR LIMIT: GET /healthz without pause until DIR/stop exists;
-# keeps the worst latency and the probe count in DIR/worst. A probe that
-# takes more than LIMIT s ends it at once (DIR/failed): on a frozen master the
-# test stops there instead of waiting minutes. The limit is the issue's 1 s;
-# under qemu-user (the cross builds: FBRUN) every instruction is emulated,
-# several times slower, and it is 5 s.
+# keeps the worst latency and the probe count in DIR/worst. A probe fails
+# when it is not answered 200 within LIMIT s (the kubelet's timeoutSeconds);
+# three failures in a row (its failureThreshold: the container would be
+# restarted) end it at once (DIR/failed): on a frozen master the test stops
+# there instead of waiting minutes. One slow answer on a loaded machine is
+# not a frozen master. The limit is the issue's 1 s; under qemu-user (the
+# cross builds: FBRUN) every instruction is emulated, several times slower,
+# and it is 5 s.
 limit=1
 [ -z "$FBRUN" ] || limit=5
 cat >"$W/probe.py" <<'PY'
 import http.client, os, sys, time
 port, d, limit = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
-worst, n = 0.0, 0
+worst, n, row, why = 0.0, 0, 0, []
 while not os.path.exists(d + "/stop"):
     t = time.monotonic()
     try:
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=limit + 4)
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=limit)
         c.request("GET", "/healthz")
-        ok = c.getresponse().status == 200
+        st = c.getresponse().status
         c.close()
-    except OSError:
-        ok = False
+    except OSError as e:  # (a timeout too)
+        st = e.__class__.__name__
+    ok = st == 200
     dt = time.monotonic() - t
     n += 1
     worst = max(worst, dt)
     with open(d + "/worst.tmp", "w") as f:
         f.write("%d %d\n" % (round(worst * 1000), n))
     os.replace(d + "/worst.tmp", d + "/worst")
-    if not ok or dt > limit:
-        open(d + "/failed", "w").write("%s %.3f s\n" % ("answered" if ok else "no answer", dt))
+    if ok and dt <= limit:
+        row, why = 0, []
+        continue
+    row += 1
+    why.append("%s after %.3f s" % (st, dt))
+    if row == 3:
+        open(d + "/failed", "w").write("3 probes in a row failed: %s\n" % ", ".join(why))
         break
 PY
 
@@ -146,7 +156,7 @@ rounds node1-hostile dyn 40000
 echo "# nfd-master's worst /healthz latency while the 40,000-label object is written ten times: $worst ms ($probes probes, FLAVOUR=$FLAVOUR)" >&2
 [ -z "$probe_failed" ] || echo "# probe: $probe_failed" >&2
 check "the 40,000-label \"@\" object written ten times as node1, with new names each time" [ "$written" = 10 ]
-check "... every /healthz probe answered within $limit s meanwhile (worst ${worst} ms, $probes probes)" [ -z "$probe_failed" ]
+check "... /healthz never failed 3 probes in a row ($limit s each) meanwhile (worst ${worst} ms, $probes probes)" [ -z "$probe_failed" ]
 check "... another node's NodeFeature update applied meanwhile" [ "$mid" = ok ]
 check "... and the update behind all ten" has_label node2 feature.node.kubernetes.io/round node1-hostile-10
 check "... refused with a warning naming it, each time" \
@@ -162,7 +172,7 @@ fi
 rounds node1-cap dyn 10000
 echo "# nfd-master's worst /healthz latency while a 10,000-label \"@\" object (the cap, processed) is written ten times: $worst ms ($probes probes, FLAVOUR=$FLAVOUR)" >&2
 [ -z "$probe_failed" ] || echo "# probe: $probe_failed" >&2
-check "10,000 \"@\" labels (at the cap) written ten times: every probe within $limit s (worst ${worst} ms, $probes probes)" \
+check "10,000 \"@\" labels (at the cap) written ten times: never 3 probes in a row over $limit s (worst ${worst} ms, $probes probes)" \
 	test -z "$probe_failed" -a "$written" = 10
 check "... another node's NodeFeature update applied meanwhile" [ "$mid" = ok ]
 check "... and the update behind all ten" has_label node2 feature.node.kubernetes.io/round node1-cap-10

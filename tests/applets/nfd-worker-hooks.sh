@@ -25,8 +25,12 @@ none_left() {
 	fi
 	for p in $(marked "$MARK_ESC"); do kill -9 "$p" 2>/dev/null; done
 }
+# the sleeping hook leaves DONE/done.PID when it finishes (nobody may write
+# there: the worker runs hooks as 65534)
+DONE=$(mktemp -d /tmp/fbhookdone.XXXXXX) && chmod 1777 "$DONE"
 cleanup() {
 	k8s_stop
+	rm -rf "$DONE"
 	[ -n "${wpid:-}" ] && kill -9 "$wpid" 2>/dev/null
 	# what escaped an unfixed worker
 	for p in $(marked "$MARK_ESC") $(marked "$MARK_SLEEP"); do kill -9 "$p" 2>/dev/null; done
@@ -39,7 +43,7 @@ cp -r "$F/nfd/rpi4/." "$W/root/" && cp -r "$F/sysfs/rpi4/." "$W/root/"
 echo "edge.example.com/site=lab" >"$W/fd/site"
 echo "hook.example.com/both=file" >>"$W/fd/site"
 # a hook that sleeps 5 s, half the hook timeout (10 s)
-printf '#!/bin/sh\nexport FBHOOK_MARK=%s\nsleep 5\necho hook.example.com/slept=yes\n' "$MARK_SLEEP" >"$W/hooks/10-sleep"
+printf '#!/bin/sh\nexport FBHOOK_MARK=%s\nsleep 5\n: >%s/done.$$\necho hook.example.com/slept=yes\n' "$MARK_SLEEP" "$DONE" >"$W/hooks/10-sleep"
 # children that leave the hook's session: one keeps the hook's stdout open,
 # one is a daemon (no stdio) with a child of its own
 cat >"$W/hooks/20-escape" <<EOF
@@ -100,36 +104,44 @@ if [ -n "$NOBODY" ]; then
 fi
 port=$(sed -n 's/.*serving \/healthz and \/metrics on port \([0-9]*\).*/\1/p' "$W/w.log")
 # probe /healthz every 100 ms until /metrics counts three discovery passes
-# (each waits for the 5 s hook); every probe must answer within 1 s
-check "daemon: /healthz and /metrics answer within 1 s while hooks run, 3 passes" \
+# (each waits for the 5 s hook), the way the kubelet probes: an answer later
+# than 1 s is a failure, and 3 failures in a row would restart the container.
+# A loop that waits for the hook fails 5 in a row; one slow answer on a
+# loaded machine is not that.
+check "daemon: /healthz and /metrics never fail 3 in a row (1 s each) while hooks run, 3 passes" \
 	python3 - "$port" <<'PY'
 import http.client, re, sys, time
 port = int(sys.argv[1])
 def get(path):
     t = time.monotonic()
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    c.request("GET", path)
-    r = c.getresponse()
-    body = r.read().decode()
-    c.close()
-    return r.status, body, time.monotonic() - t
-worst, slow, probes, passes = 0.0, 0, 0, 0
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=1.0)
+        c.request("GET", path)
+        r = c.getresponse()
+        st, body = r.status, r.read().decode()
+        c.close()
+    except OSError:  # (a timeout too)
+        st, body = None, ""
+    return st, body, time.monotonic() - t
+worst, slow, row, most, probes, passes = 0.0, 0, 0, 0, 0, 0
 end = time.monotonic() + 90
 while passes < 3 and time.monotonic() < end:
     for path in ("/healthz",) * 5 + ("/metrics",):
         st, body, dt = get(path)
         probes += 1
         worst = max(worst, dt)
-        slow += dt >= 1.0
-        assert st == 200, (path, st)
-        if path == "/metrics":
+        failed = st != 200 or dt > 1.0
+        slow += failed
+        row = row + 1 if failed else 0
+        most = max(most, row)
+        if path == "/metrics" and st == 200:
             m = re.search(r'^nfd_worker_feature_discovery_duration_seconds_count\{node="node1"\} (\d+)', body, re.M)
             passes = int(m.group(1)) if m else 0
         time.sleep(0.1)
-print("# worst /healthz|/metrics latency over %d probes, %d passes with a 5 s hook: %.0f ms (%d over 1 s)"
-      % (probes, passes, worst * 1000, slow), file=sys.stderr)
+print("# worst /healthz|/metrics latency over %d probes, %d passes with a 5 s hook: %.0f ms (%d failed, at most %d in a row)"
+      % (probes, passes, worst * 1000, slow, most), file=sys.stderr)
 assert passes >= 3, "only %d passes in 90 s" % passes
-assert slow == 0, "%d probes took 1 s or more (worst %.1f s)" % (slow, worst)
+assert most < 3, "%d probes in a row failed (%d in all, worst %.1f s)" % (most, slow, worst)
 PY
 sed -n 's/^# /# /p' "$W/check.out" >&2
 echo "# processes of the escape hook found after three passes: $(marked "$MARK_ESC" | wc -l)" >&2
@@ -142,12 +154,19 @@ check "daemon: the endless hook is cut at 64 KiB and skipped" grep -q 'hook 30-f
 testing "daemon: nothing of the endless hook is published" "k8s_ctl get $NFP | grep -c flood" "0\n"
 
 # 4. SIGTERM while the 5 s hook sleeps: exit 0 at once, the hook killed.
-some_marked() { [ -n "$(marked "$1")" ]; }
-wait_for 20 some_marked "$MARK_SLEEP" ||
+#    Shown by events, not a stopwatch: SIGTERM right after a run of the hook
+#    begins, and the run never finishes (no done file), the worker gone.
+old=$(marked "$MARK_SLEEP")
+fresh_run() {
+	local p
+	for p in $(marked "$MARK_SLEEP"); do
+		printf '%s\n' "$old" | grep -qx "$p" || return 0
+	done
+	return 1
+}
+wait_for 30 fresh_run ||
 	{ fail "the sleeping hook runs again"; tail -n 30 "$W/w.log" | sed 's/^/  /'; }
-# exited: gone or a zombie (kill -0 succeeds on zombies); bounded, so a
-# worker that never exits fails the test instead of hanging it
-exited() { ! kill -0 "$1" 2>/dev/null || [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" = Z ]; }
+rm -f "$DONE"/done.*
 t0=$(date +%s%N)
 kill -TERM $wpid
 wait_for 10 exited $wpid || kill -9 $wpid
@@ -156,8 +175,9 @@ wait $wpid
 rc=$?
 wpid=
 echo "# SIGTERM during a hook: exit after $(( (t1 - t0) / 1000000 )) ms" >&2
-testing "SIGTERM during a hook: exit 0 within 2 s" "echo $rc; [ \$(( ($t1 - $t0) / 1000000 )) -lt 2000 ] && echo fast" "0\nfast\n"
+testing "SIGTERM during a hook: exit 0" "echo $rc" "0\n"
 check "SIGTERM during a hook: the hook is gone" wait_for 5 none_marked "$MARK_SLEEP"
+testing "SIGTERM during a hook: it did not wait for the hook (the run never finished)" "ls $DONE | grep -c '^done'" "0\n"
 
 # 5. As a container's PID 1 (a new PID namespace; root only, to make one):
 #    the hook's escapees are killed, an older orphan of the container is not.

@@ -62,7 +62,7 @@ check "daemon publishes" wait_for 15 grep -qE '(created|updated) NodeFeature nod
 check "a transient failure at start does not lose the DaemonSet owner reference" wait_for 15 sh -c \
 	"cd $FB_TOP && . tests/k8s/start.sh && K8S_DIR=$S k8s_ctl get $NFP | grep -q '\"kind\": *\"DaemonSet\"'"
 port=$(sed -n 's/.*serving \/healthz and \/metrics on port \([0-9]*\).*/\1/p' "$W/w.log")
-testing "/healthz answers 200" "curl -s -m 1 -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/healthz" "200"
+testing "/healthz answers 200" "probe http://127.0.0.1:$port/healthz" "200"
 testing "/metrics has the upstream discovery histogram" \
 	"curl -s http://127.0.0.1:$port/metrics | grep -c -e '^nfd_worker_feature_discovery_duration_seconds_count{node=\"node1\"}' -e '^nfd_worker_build_info{version='" "2\n"
 # passes: the worker's full discovery passes so far (its /metrics)
@@ -103,21 +103,21 @@ echo "edge.example.com/after=outage" >>"$W/fd/site"
 # two discovery passes with the API down
 passes_after 2 || fail "two more discovery passes (/metrics)"
 check "API down: the worker is still running" kill -0 $wpid
-testing "API down: /healthz still answers within a second" "curl -s -m 1 -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/healthz" "200"
+testing "API down: /healthz still answers (1 s, 3 tries: the kubelet's probe)" "probe http://127.0.0.1:$port/healthz" "200"
 k8s_start "$S" --port "$port_api" || fail "API server restarts"
 printf '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"%s"}}' $NSP | k8s_ctl put /api/v1/namespaces/$NSP - >/dev/null
 check "API back: the NodeFeature is published again" wait_for 40 sh -c "cd $FB_TOP && . tests/k8s/start.sh && K8S_DIR=$S k8s_ctl get $NFP 2>/dev/null | grep -q outage"
 check "and the worker never exited" kill -0 $wpid
 testing "no token text in the worker's log" "grep -c -F -e \"\$(cat $S/tokens/node1)\" $W/w.log" "0\n"
 
-# 5. SIGTERM: exit 0 within 2 s.
-t0=$(date +%s%N)
+# 5. SIGTERM: exit 0 (how soon: at the end of 6, where the worker waits on
+#    a 10 min timer; a worker that never exits fails here, not hangs).
 kill -TERM $wpid
+wait_for 60 exited $wpid || kill -9 $wpid
 wait $wpid
 rc=$?
-t1=$(date +%s%N)
 wpid=
-testing "SIGTERM: exit 0 within 2 s" "echo $rc; [ \$(( ($t1 - $t0) / 1000000 )) -lt 2000 ] && echo fast" "0\nfast\n"
+testing "SIGTERM: exit 0" "echo $rc" "0\n"
 
 # 6. features.d churn (issue 16: a file rewritten every 50 ms made 96
 #    NodeFeature requests in 11 s). A change re-runs the local source only
@@ -150,9 +150,18 @@ testing "churn: at most one request a second (and a couple more)" "[ $reqs -le \
 testing "churn: only the local source re-ran (one full discovery pass)" \
 	"curl -s http://127.0.0.1:$port/metrics | grep '^nfd_worker_feature_discovery_duration_seconds_count'" \
 	"nfd_worker_feature_discovery_duration_seconds_count{node=\"node1\"} 1"
+# idle on its 10 min sleepInterval: SIGTERM ends it, not the timer (the
+# bound is a twentieth of the interval: far above what a loaded machine adds)
+t0=$(date +%s%N)
 kill -TERM $wpid
+wait_for 60 exited $wpid || kill -9 $wpid
 wait $wpid
+rc=$?
+t1=$(date +%s%N)
 wpid=
+echo "# SIGTERM on a worker waiting on its 10 min timer: gone after $(( (t1 - t0) / 1000000 )) ms" >&2
+testing "SIGTERM while idle: exit 0 at once, not at the next pass (< 30 s of 10 min)" \
+	"echo $rc; [ \$(( ($t1 - $t0) / 1000000 )) -lt 30000 ] && echo soon" "0\nsoon\n"
 
 # 7. More devices than an object the API takes can hold: 1,000 PCI devices
 #    from the generator, each also listed under eleven more addresses

@@ -77,3 +77,34 @@ k8s_stop() {
 k8s_ctl() {
 	"$K8S_SRC/ctl" "${K8S_DIR:?k8s_start first}" "$@"
 }
+
+# k8s_seq: the request log's last sequence number (0 when it is empty: every
+# entry left is newer than a clear-log); pass it to count/log --since.
+k8s_seq() {
+	k8s_ctl log --json | python3 -c 'import json,sys; l=json.load(sys.stdin); print(l[-1]["seq"] if l else 0)'
+}
+
+# k8s_waited SINCE PATH_REGEX WAITER [AFTER]: how many GETs WAITER (a user)
+# made of the object before its first write (PUT or POST) after SINCE; with
+# AFTER (another user), counted from AFTER's last PUT instead. A candidate
+# that waits N retry periods makes N GETs: a count of its own retries, which
+# a slow machine can only make smaller, where a wall-clock bound grows.
+# Prints "none" when WAITER has not written.
+k8s_waited() {
+	k8s_ctl log --json --since "$1" | python3 -c '
+import json, re, sys
+rx, waiter, after = re.compile(sys.argv[1]), sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None
+log = [e for e in json.load(sys.stdin) if rx.search(e["path"])]
+start = max([i for i, e in enumerate(log) if after and e.get("user") == after and e["method"] == "PUT"],
+            default=-1)
+gets = 0
+for e in log[start + 1:]:
+    if e.get("user") != waiter:
+        continue
+    if e["method"] in ("PUT", "POST"):
+        print(gets)
+        break
+    gets += e["method"] == "GET"
+else:
+    print("none")' "$2" "$3" "${@:4}"
+}

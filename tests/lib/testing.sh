@@ -89,6 +89,23 @@ t() {
 	if out=$("$@" 2>&1); then pass "$n"; else fail "$n: $(printf '%s' "$out" | tr '\n' ' ' | head -c 600)"; fi
 }
 
+# probe URL: the HTTP status of URL the way the kubelet probes it (1 s
+# timeout, failureThreshold 3): the first 200 of up to three tries in a
+# row, else the last try's status (000: no answer within 1 s).
+probe() {
+	local i st
+	for i in 1 2 3; do
+		st=$(curl -s -m 1 -o /dev/null -w '%{http_code}' "$1")
+		[ "$st" = 200 ] && break
+	done
+	printf '%s' "$st"
+}
+
+# exited PID: the process is gone or a zombie (kill -0 succeeds on
+# zombies). With wait_for, a process that never exits fails the test
+# instead of hanging it.
+exited() { ! kill -0 "$1" 2>/dev/null || [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" = Z ]; }
+
 # wait_for SECONDS COMMAND...: until the command succeeds (0), or 1 after
 # SECONDS; for state another process reaches in its own time.
 wait_for() {

@@ -4,7 +4,8 @@
  *   leasetool [--kubeconfig K] --id ID [--ns NS] [--name NAME] [--duration-ms N]
  *             [--renew-ms N] [--retry-ms N] [--run-ms N] [--block-ms N]
  *
- * prints "leading 1 MS" / "leading 0 MS" (ms since start) on every callback,
+ * prints "leading 1 MS" / "leading 0 MS" on every callback (MS: the machine's
+ * monotonic clock, so candidates' lines can be put in order),
  * and with --block-ms, once it first leads, blocks the loop that long and
  * prints "blocked leading X MS" with lease_leading() right after (no timer
  * could run meanwhile). Runs until SIGTERM/SIGINT or --run-ms, then frees
@@ -46,7 +47,7 @@ static void on_leading(void *ctx, int leading)
 {
 	struct tool *t = ctx;
 
-	printf("leading %d %lld\n", leading, loop_now_ms() - t->t0);
+	printf("leading %d %lld\n", leading, loop_now_ms());
 	fflush(stdout);
 	if (leading && t->block_ms > 0 && !t->blocked) {
 		t->blocked = 1;
