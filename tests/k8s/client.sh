@@ -178,23 +178,22 @@ watch_scenario() { # MODE KUBECONFIG
 	for n in w1 w2 w3; do
 		printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"%s","labels":{"n":"%s"}}}' $n $n | k8s_ctl put /api/v1/nodes/$n - >/dev/null
 	done
-	"$KT" --kubeconfig "$kc" mirror /api/v1/nodes 30 >"$W/mirror.out" 2>"$W/mirror.err" &
+	"$KT" --kubeconfig "$kc" mirror /api/v1/nodes 120 >"$W/mirror.out" 2>"$W/mirror.err" &
 	mpid=$!
 	wait_watch
 	for n in 1 2 3 4 5 6; do # a burst: queued together in batch mode
 		printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"w1","labels":{"n":"changed-%s"}}}' $n | k8s_ctl put /api/v1/nodes/w1 - >/dev/null
 	done
 	k8s_ctl delete /api/v1/nodes/w2 >/dev/null
-	sleep 0.5
+	# the burst came over the stream (the mirror says each event it applies)
+	wait_for 30 grep -qx 'event DELETED w2' "$W/mirror.err" || fail "watch ($mode chunks): the burst arrives"
 	n=$(watch_reqs)
 	k8s_ctl drop-watches --end >/dev/null    # a clean end: re-watch from the last RV
-	sleep 0.3
 	wait_watch "$n"
 	printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"w4","labels":{"n":"new"}}}' | k8s_ctl put /api/v1/nodes/w4 - >/dev/null
-	sleep 0.5
+	wait_for 30 grep -qx 'event ADDED w4' "$W/mirror.err" || fail "watch ($mode chunks): w4 arrives"
 	n=$(watch_reqs)
 	k8s_ctl drop-watches >/dev/null          # connection closed: list again
-	sleep 0.3
 	wait_watch "$n"
 	# the history goes and the stream ends cleanly in one step (two steps would
 	# let a bookmark with the new resourceVersion slip in between on a busy

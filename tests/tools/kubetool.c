@@ -12,7 +12,9 @@
  *       shows up (re-watching on stream ends, re-listing on 410 and
  *       failures), and prints the mirrored state:
  *       one "NAME LABELS-JSON" line per object, sorted, then counters
- *       ("relists N", "rewatches N") on stderr.
+ *       ("relists N", "rewatches N") on stderr. Each watch event is
+ *       written to stderr as it is applied ("event TYPE NAME"), for the
+ *       tests to wait on.
  *   kubetool ... nl-apply NODE DESIRED.json|--prune [--instance I] [--enable-taints]
  *                [--no-overwrite] [--skip-removal] [--no-record]
  *       core/nodelabels: filters DESIRED ({"labels", "annotations",
@@ -111,6 +113,7 @@ static void on_event(void *ctx, const char *type, const struct json *o)
 {
 	struct mirror *m = ctx;
 
+	fprintf(stderr, "event %s %s\n", type, json_get_str(json_get(o, "metadata"), "name", ""));
 	if (strcmp(type, "DELETED") == 0)
 		json_remove(m->state, json_get_str(json_get(o, "metadata"), "name", ""));
 	else
