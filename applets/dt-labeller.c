@@ -328,8 +328,7 @@ static int reconcile(struct ctl *c)
 	struct kube_result res;
 	struct fb_errinfo ei;
 	int set = 0, removed = 0, rc;
-	char *body = NULL, msg[1200];
-	size_t len;
+	char msg[1200];
 
 	if (!c->desired || !c->labels)
 		return 0;
@@ -357,12 +356,9 @@ static int reconcile(struct ctl *c)
 		json_free(patch);
 		return 0;
 	}
-	if (!(body = json_print(patch, &len)))
-		goto nomem;
-	json_free(patch);
 	fb_errinfo_init(&ei);
-	rc = kube_request(c->k, "PATCH", c->path, "application/merge-patch+json", body, len, &res, &ei);
-	free(body);
+	rc = kube_request_json(c->k, "PATCH", c->path, "application/merge-patch+json", patch, &res, &ei);
+	json_free(patch);
 	if (rc < 0) {
 		LOG_E(&c->s->log, "labelling node %s: %s", c->node, fb_errinfo_str(&ei, msg, sizeof(msg)));
 		return rc;

@@ -142,16 +142,12 @@ static int req_fail(struct agent *a, const char *what, int rc, const struct kube
 static int call(struct agent *a, const char *method, const char *path, const char *ctype, const struct json *body,
 		struct json **keep, const char *what)
 {
-	struct kube_result res = { 0 };
+	struct kube_result res;
 	struct fb_errinfo ei;
-	char *b = body ? json_print(body, NULL) : NULL;
 	int rc, status;
 
 	fb_errinfo_init(&ei);
-	if (body && !b)
-		return 0;
-	rc = kube_request(a->k, method, path, ctype, b, b ? strlen(b) : 0, &res, &ei);
-	free(b);
+	rc = kube_request_json(a->k, method, path, ctype, body, &res, &ei);
 	status = rc < 0 ? 0 : res.status;
 	if (status >= 200 && status < 300) {
 		if (keep) {

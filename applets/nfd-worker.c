@@ -243,8 +243,7 @@ static int publish(struct worker *w, const struct json *spec, int confirm)
 	struct json *want = nodefeature_object(w, spec);
 	struct kube_result res = { 0 };
 	struct fb_errinfo ei;
-	char *body = NULL, msg[1200];
-	size_t len;
+	char msg[1200];
 	int rc = -FB_EIO, tries;
 
 	if (!want) {
@@ -265,11 +264,8 @@ static int publish(struct worker *w, const struct json *spec, int confirm)
 			if (rc < 0)
 				goto fail;
 			if (res.status == 404) {
-				free(body);
-				if (!(body = json_print(want, &len)))
-					goto nomem;
 				kube_result_free(&res);
-				rc = kube_request(w->k, "POST", w->collection, "application/json", body, len, &res, &ei);
+				rc = kube_request_json(w->k, "POST", w->collection, "application/json", want, &res, &ei);
 				if (rc < 0)
 					goto fail;
 				if (res.status == 409) /* created meanwhile: read it and replace */
@@ -313,14 +309,10 @@ static int publish(struct worker *w, const struct json *spec, int confirm)
 				json_free(put);
 				goto nomem;
 			}
-			free(body);
-			body = json_print(put, &len);
+			kube_result_free(&res);
+			rc = kube_request_json(w->k, "PUT", w->path, "application/json", put, &res, &ei);
 			json_free(put);
-			if (!body)
-				goto nomem;
 		}
-		kube_result_free(&res);
-		rc = kube_request(w->k, "PUT", w->path, "application/json", body, len, &res, &ei);
 		if (rc < 0)
 			goto fail;
 		if (res.status == 409 || res.status == 404) {
@@ -360,7 +352,6 @@ fail:
 done:
 	rc = 0;
 out:
-	free(body);
 	kube_result_free(&res);
 	json_free(want);
 	return rc;
