@@ -1,5 +1,6 @@
 #include "dt.h"
 
+#include "attr.h"
 #include "sysfs.h"
 
 #include <dirent.h>
@@ -17,7 +18,7 @@ struct dt {
 	char *blob;      /* owned; NULL for a directory source */
 	size_t blob_len;
 	int root_fd;     /* directory source: the root, else -1 */
-	char *propbuf;   /* directory source: DT_PROP_MAX bytes for dt_getprop */
+	char *propbuf;   /* directory source: DT_PROP_MAX bytes and a NUL for dt_getprop */
 	char source[PATH_MAX + 16];
 	char path[PATH_MAX]; /* the node path being visited */
 };
@@ -136,7 +137,7 @@ int dt_open_dir(struct dt **out, const char *dir, struct fb_errinfo *ei)
 		return fb_errinfo_set(ei, errno == ENOENT || errno == ENOTDIR ? FB_ENOENT : FB_EIO,
 				      errno, dir, NULL);
 	dt = dt_new();
-	if (!dt || !(dt->propbuf = malloc(DT_PROP_MAX + 1))) {
+	if (!dt || !(dt->propbuf = malloc(DT_PROP_MAX + 2))) {
 		dt_free(dt);
 		close(fd);
 		return fb_errinfo_set(ei, FB_ENOMEM, ENOMEM, dir, NULL);
@@ -290,7 +291,8 @@ ssize_t dt_getprop(struct dt *dt, const struct dt_node *node, const char *prop,
 		*val = p;
 		return l;
 	}
-	len = sysfs_read_raw(node->handle_, prop, dt->propbuf, DT_PROP_MAX + 1); /* + 1: exactly 64 KiB fits */
+	/* + 2: exactly 64 KiB fits, and the NUL after it */
+	len = attr_read(node->handle_, prop, dt->propbuf, DT_PROP_MAX + 2, ATTR_RAW | ATTR_NOFOLLOW | ATTR_REGULAR | ATTR_ALL);
 	if (len == -FB_ENOENT)
 		return len;
 	if (len < 0) {

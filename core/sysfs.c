@@ -1,5 +1,6 @@
 #include "sysfs.h"
 
+#include "attr.h"
 #include "buf.h"
 #include "err.h"
 
@@ -13,87 +14,20 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static int open_attr(int dirfd, const char *name, int extra)
-{
-	struct stat st;
-	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | extra);
-
-	if (fd < 0)
-		return errno == ENOENT || errno == ENOTDIR ? -FB_ENOENT : -FB_EIO;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		errno = EINVAL;
-		return -FB_EINVAL;
-	}
-	return fd;
-}
-
-/* Reads until EOF or until size bytes are in; size bytes means "too long". */
-static ssize_t read_bounded(int fd, char *buf, size_t size)
-{
-	size_t len = 0;
-
-	while (len < size) {
-		ssize_t r = read(fd, buf + len, size - len);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -FB_EIO;
-		if (r == 0)
-			return (ssize_t)len;
-		len += (size_t)r;
-	}
-	return -FB_E2BIG;
-}
-
-ssize_t sysfs_read_raw(int dirfd, const char *name, void *buf, size_t size)
-{
-	int fd = open_attr(dirfd, name, O_NOFOLLOW);
-	ssize_t len;
-	int saved;
-
-	if (fd < 0)
-		return fd;
-	len = read_bounded(fd, buf, size);
-	saved = errno;
-	close(fd);
-	errno = saved;
-	return len;
-}
-
 ssize_t sysfs_read(int dirfd, const char *name, char *buf, size_t size)
 {
-	int fd;
-	ssize_t len;
-	int saved;
-
-	if (size < 2)
-		return -FB_E2BIG;
-	fd = open_attr(dirfd, name, 0);
-	if (fd < 0)
-		return fd;
-	len = read_bounded(fd, buf, size - 1);
-	saved = errno;
-	close(fd);
-	errno = saved;
-	if (len < 0)
-		return len;
-	if (len > 0 && buf[len - 1] == '\n')
-		len--;
-	buf[len] = '\0';
-	return len;
+	return attr_read(dirfd, name, buf, size, ATTR_REGULAR | ATTR_ALL);
 }
 
 ssize_t sysfs_read_alloc(int dirfd, const char *path, size_t cap, char **out)
 {
-	int fd = open_attr(dirfd, path, 0), saved;
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), saved;
 	ssize_t len;
 
 	*out = NULL;
 	if (fd < 0)
-		return fd;
-	len = sysfs_read_fd_alloc(fd, cap, out);
+		return errno == ENOENT || errno == ENOTDIR ? -FB_ENOENT : -FB_EIO;
+	len = sysfs_read_fd_alloc(fd, cap, out); /* (checks for a regular file) */
 	saved = errno;
 	close(fd);
 	errno = saved;

@@ -8,14 +8,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Reads a text attribute into buf (NUL-terminated, one trailing '\n' removed).
+/* Reads a text attribute into buf (NUL-terminated, one trailing '\n' removed):
+ * core/attr's reader, regular files only, read to the end.
  * Returns the length, or -FB_ENOENT, -FB_EIO (errno set), -FB_EINVAL (not a
  * regular file), -FB_E2BIG (value does not fit in size-1 bytes). */
 ssize_t sysfs_read(int dirfd, const char *name, char *buf, size_t size);
-
-/* Reads raw bytes without following a final symlink. Returns the length or an
- * error as sysfs_read; a value of exactly size bytes is -FB_E2BIG. */
-ssize_t sysfs_read_raw(int dirfd, const char *name, void *buf, size_t size);
 
 /* Calls fn(ctx, name, d_type) for every entry of the open directory fd
  * except "." and "..", straight from getdents64 (opendir/fdopendir would

@@ -141,6 +141,10 @@ static void test_attr(void)
 	T_INT("attr: under a file: -FB_ENOENT", attr_read(fd, "a/x", buf, sizeof(buf), 0), -FB_ENOENT);
 	T_INT("attr: a directory: -FB_EIO", attr_read(fd, "d", buf, sizeof(buf), 0), -FB_EIO);
 	T_INT("attr: a FIFO reads as empty, never blocks", attr_read(fd, "fifo", buf, sizeof(buf), 0), 0);
+	T_INT("attr: ATTR_REGULAR refuses a FIFO", attr_read(fd, "fifo", buf, sizeof(buf), ATTR_REGULAR), -FB_EINVAL);
+	T_INT("attr: ATTR_REGULAR refuses a directory", attr_read(fd, "d", buf, sizeof(buf), ATTR_REGULAR), -FB_EINVAL);
+	T_INT("attr: ATTR_REGULAR | ATTR_ALL reads a file", attr_read(fd, "a", buf, sizeof(buf), ATTR_REGULAR | ATTR_ALL), 4);
+	T_INT("attr: size 0 is -FB_E2BIG", attr_read(fd, "a", buf, 0, 0), -FB_E2BIG);
 	T_INT("attr: a symlink is followed", attr_read(fd, "l", buf, sizeof(buf), 0), 4);
 	T_INT("attr: ATTR_NOFOLLOW refuses it", attr_read(fd, "l", buf, sizeof(buf), ATTR_NOFOLLOW),
 	      -FB_EIO);

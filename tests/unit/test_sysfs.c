@@ -2,7 +2,10 @@
 #include "t.h"
 
 #include "../../core/err.h"
+#include "../../core/attr.h"
 #include "../../core/sysfs.h"
+
+#define DT_FLAGS (ATTR_RAW | ATTR_NOFOLLOW | ATTR_REGULAR | ATTR_ALL)
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -71,11 +74,13 @@ int main(void)
 	T_INT("FIFO is refused without blocking", sysfs_read(dfd, "fifo", buf, sizeof(buf)), -FB_EINVAL);
 	T_INT("directory is refused", sysfs_read(dfd, "subdir", buf, sizeof(buf)), -FB_EINVAL);
 	T_INT("text read follows a symlink", sysfs_read(dfd, "vendor_link", buf, sizeof(buf)), 6);
-	n = sysfs_read_raw(dfd, "raw", buf, sizeof(buf));
+	/* devicetree properties: core/dt reads them this way */
+	n = attr_read(dfd, "raw", buf, sizeof(buf), DT_FLAGS);
 	T_OK("raw read keeps NULs", n == 4 && !memcmp(buf, "a\0b\0", 4), "n=%zd", n);
-	T_INT("raw read does not follow symlinks", sysfs_read_raw(dfd, "vendor_link", buf, sizeof(buf)), -FB_EIO);
-	T_INT("raw read of exactly the buffer size", sysfs_read_raw(dfd, "four", buf, 4), -FB_E2BIG);
-	T_INT("raw read with room", sysfs_read_raw(dfd, "four", buf, 5), 4);
+	T_INT("raw read does not follow symlinks", attr_read(dfd, "vendor_link", buf, sizeof(buf), DT_FLAGS), -FB_EIO);
+	T_INT("raw read of exactly the buffer size but the NUL", attr_read(dfd, "four", buf, 5, DT_FLAGS), -FB_E2BIG);
+	T_INT("raw read with room", attr_read(dfd, "four", buf, 6, DT_FLAGS), 4);
+	T_INT("raw read of a FIFO is refused", attr_read(dfd, "fifo", buf, sizeof(buf), DT_FLAGS), -FB_EINVAL);
 	T_OK("read_hex", sysfs_read_hex(dfd, "vendor", &v) == 0 && v == 0x10de, "v=%lx", v);
 	T_OK("read_dec", sysfs_read_dec(dfd, "numa_node", &v) == 0 && v == 1, "v=%lu", v);
 	T_INT("read_dec of hex text", sysfs_read_dec(dfd, "vendor", &v), -FB_EINVAL);
