@@ -302,7 +302,9 @@ static int call(struct tx *x, int fn, struct val *v, size_t n, struct val *res)
 	if ((arity[fn] && n != arity[fn]) || n < (fn == F_EQ ? 2u : 1u))
 		return tx_bad(x, "wrong number of args for %s: got %zu", name, n);
 	memset(res, 0, sizeof(*res));
-	buf_init(&o, 0);
+	/* capped like the output: nested functions would otherwise grow as
+	 * the product of their arguments' lengths before any check */
+	buf_init(&o, TMPL_OUT_MAX);
 	switch (fn) {
 	case F_LOWER:
 	case F_UPPER:
@@ -377,6 +379,10 @@ static int call(struct tx *x, int fn, struct val *v, size_t n, struct val *res)
 			}
 		}
 		return 0;
+	}
+	if (o.err == -FB_E2BIG) {
+		buf_free(&o);
+		return tx_bad(x, "%s: result larger than %d bytes", name, TMPL_OUT_MAX);
 	}
 	if (!(res->own = buf_take(&o, &res->len)))
 		return -FB_ENOMEM;

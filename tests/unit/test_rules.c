@@ -365,6 +365,12 @@ static const struct tcase cases[] = {
 	  "wrong number of args for replace: got 2" },
 	{ "template: argument to a non-function", NFR, T("a={{`x` | `y`}}"), NO,
 	  "can't give argument to non-function" },
+	/* hostile sizes: an intermediate value is capped like the output (1 MiB),
+	 * so nested functions cannot grow memory as the product of lengths; here
+	 * 1,101 insertions of 1,000 bytes that only eq would have seen */
+	{ "template: a function's result over 1 MiB is an error", NFR,
+	  T("a={{if eq (replace `` (printf `%01000d` 0) (printf `%01100d` 0)) `z`}}1{{end}}"), NO,
+	  "replace: result larger than 1048576 bytes" },
 
 	{ "template: truth of lists, elements and the root", NFR,
 	  "{'name': 'r', 'matchFeatures': [" M("pci.device", "{'class': {'op': 'In', 'value': ['0300']}}") ", {'feature': 'kernel.loadedmodule'}],"
