@@ -1,5 +1,6 @@
 /* app: the probe server every daemon applet starts, and the node name. */
 #include "t.h"
+#include "t_net.h"
 
 #include "../../core/app.h"
 #include "../../core/err.h"
@@ -41,31 +42,10 @@ static void *loop_main(void *c)
 /* GET path over a fresh connection; the whole answer into out. */
 static void get(int port, const char *path, char *out, size_t size)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((unsigned short)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	char req[256];
-	size_t got = 0;
+	int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
 
-	out[0] = '\0';
-	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || send(fd, req, strlen(req), MSG_NOSIGNAL) < 0) {
-		close(fd);
-		return;
-	}
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		ssize_t n;
-
-		if (got + 1 >= size || poll(&p, 1, 5000) <= 0)
-			break;
-		n = recv(fd, out + got, size - 1 - got, 0);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	out[got] = '\0';
-	close(fd);
+	t_exchange(port, req, (size_t)n, out, size);
 }
 
 static void test_serve(void)

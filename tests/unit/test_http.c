@@ -3,6 +3,7 @@
  * deadlines, cancel, streams, IPv6, TLS against openssl s_server); the probe
  * server through real sockets. No external network. */
 #include "t.h"
+#include "t_net.h"
 
 #include "../../core/err.h"
 #include "../../core/http.h"
@@ -1180,40 +1181,10 @@ static void *loop_main(void *arg)
 	return NULL;
 }
 
-/* One raw exchange: sends req, reads until EOF (or 3 s) into out. */
+/* One raw exchange: sends req, reads until EOF into out. */
 static size_t raw(int port, const char *req, size_t len, char *out, size_t size)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((unsigned short)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	size_t got = 0;
-
-	out[0] = '\0';
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		close(fd);
-		return 0;
-	}
-	for (size_t off = 0; off < len;) {
-		ssize_t n = send(fd, req + off, len - off, MSG_NOSIGNAL);
-
-		if (n <= 0)
-			break;
-		off += (size_t)n;
-	}
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		ssize_t n;
-
-		if (got + 1 >= size || poll(&p, 1, 3000) <= 0)
-			break;
-		n = recv(fd, out + got, size - 1 - got, 0);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	out[got] = '\0';
-	close(fd);
-	return got;
+	return t_exchange(port, req, len, out, size);
 }
 
 static int raw_connect(int port)
