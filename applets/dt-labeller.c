@@ -625,7 +625,8 @@ static const struct opt dtl_optv[] = {
 	  .arg = "N", .help = "log verbosity" },
 };
 
-static const struct opt_spec dtl_spec = { "dt-labeller", usage, dtl_optv, sizeof(dtl_optv) / sizeof(dtl_optv[0]) };
+static const struct opt_spec dtl_spec = { .name = "dt-labeller", .usage = usage, .opts = dtl_optv,
+					.nopts = sizeof(dtl_optv) / sizeof(dtl_optv[0]) };
 
 /* Checks the flags and operands argv[first..argc), fills s->nodes and pfx.
  * Returns -1 to go on, else the exit status (the message printed). */

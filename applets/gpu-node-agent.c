@@ -700,8 +700,8 @@ static const struct opt agent_optv[] = {
 	  .help = "log verbosity" },
 };
 
-static const struct opt_spec agent_spec = { "gpu-node-agent", usage, agent_optv,
-					    sizeof(agent_optv) / sizeof(agent_optv[0]) };
+static const struct opt_spec agent_spec = { .name = "gpu-node-agent", .usage = usage, .opts = agent_optv,
+					.nopts = sizeof(agent_optv) / sizeof(agent_optv[0]) };
 
 static const struct metrics_def agent_metrics[] = {
 	{ METRIC_GAUGE, "gpu_node_agent_build_info", "version=\"" FB_VERSION "\"",

@@ -816,6 +816,7 @@ struct master_opts {
 	struct opt_list extra, deny;
 	long verbosity, port, page_size, parallelism;
 	long long resync, gc_interval;
+	struct app_klog klog;
 };
 
 #define MO(member) offsetof(struct master_opts, member)
@@ -865,8 +866,10 @@ static const struct opt master_optv[] = {
 	  .min = 0, .max = 10, .arg = "N", .help = "log verbosity" },
 };
 
-static const struct opt_spec master_spec = { "nfd-master", usage, master_optv,
-					     sizeof(master_optv) / sizeof(master_optv[0]) };
+static const struct opt_spec master_spec = { .name = "nfd-master", .usage = usage, .opts = master_optv,
+					.nopts = sizeof(master_optv) / sizeof(master_optv[0]),
+					.more = app_klog_opts, .nmore = APP_KLOG_NOPTS,
+					.more_off = offsetof(struct master_opts, klog), .more_title = APP_KLOG_TITLE };
 
 #define MI(member) offsetof(struct master, member)
 
@@ -942,6 +945,10 @@ static int master_configure(struct master *m, struct master_run *r)
 		return 1;
 	}
 	m->log.v = (int)o->verbosity;
+	/* klog's flags first: everything logged from here on follows them
+	 * (a -v in the config file still applies, as upstream's core.klog) */
+	if ((rc = app_klog_apply(&o->klog, &m->log, "nfd-master")) < 0)
+		return rc == -FB_EUSAGE ? 2 : 1;
 	if (*o->instance && !labels_valid_name(o->instance, strlen(o->instance))) {
 		fprintf(stderr, "nfd-master: --instance \"%s\": must be 1-63 of [A-Za-z0-9._-], alphanumeric at both ends\n",
 			o->instance);
@@ -1086,6 +1093,7 @@ int nfd_master_main(int argc, char **argv)
 	metrics_init(&m.mx);
 	nl_policy_init(&m.pol);
 	nfdconf_master_init(&r.c);
+	app_klog_init(&r.o.klog);
 	if ((rc = opt_parse_only(&master_spec, &r.o, argc, argv)) >= 0)
 		return rc;
 	if ((rc = master_configure(&m, &r)) >= 0) {

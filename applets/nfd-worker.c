@@ -849,6 +849,7 @@ struct worker_opts {
 	int oneshot, no_publish, print_features, standalone;
 	int seen_owner, seen_nopubfeat, seen_v;
 	long verbosity, port;
+	struct app_klog klog;
 };
 
 #define WO(member) offsetof(struct worker_opts, member)
@@ -895,8 +896,10 @@ static const struct opt worker_optv[] = {
 	  .min = 0, .max = 10, .arg = "N", .help = "log verbosity" },
 };
 
-static const struct opt_spec worker_spec = { "nfd-worker", usage, worker_optv,
-					     sizeof(worker_optv) / sizeof(worker_optv[0]) };
+static const struct opt_spec worker_spec = { .name = "nfd-worker", .usage = usage, .opts = worker_optv,
+					.nopts = sizeof(worker_optv) / sizeof(worker_optv[0]),
+					.more = app_klog_opts, .nmore = APP_KLOG_NOPTS,
+					.more_off = offsetof(struct worker_opts, klog), .more_title = APP_KLOG_TITLE };
 
 /* Comma lists from flags replace the config's. Returns 0 or -FB_ENOMEM. */
 static int flag_lists(struct worker *w, const struct worker_opts *o)
@@ -951,6 +954,10 @@ static int worker_configure(struct worker *w, const struct worker_opts *o, char 
 	w->custom_dir = o->custom_dir;
 	w->standalone = o->standalone;
 	w->log.v = (int)o->verbosity;
+	/* klog's flags first: everything logged from here on follows them
+	 * (a -v in the config file still applies, as upstream's core.klog) */
+	if ((rc = app_klog_apply(&o->klog, &w->log, "nfd-worker")) < 0)
+		return rc == -FB_EUSAGE ? 2 : 1;
 	fb_errinfo_init(&ei);
 	if (nfdconf_load_file(&w->cfg, o->config, &w->log, &ei) < 0 ||
 	    (o->options && nfdconf_apply_yaml(&w->cfg, o->options, strlen(o->options), "--options", &w->log, &ei) < 0)) {
@@ -1133,6 +1140,7 @@ int nfd_worker_main(int argc, char **argv)
 	log_init(&w.log);
 	nfdconf_init(&w.cfg);
 	metrics_init(&w.m);
+	app_klog_init(&o.klog);
 	if ((rc = opt_parse_only(&worker_spec, &o, argc, argv)) >= 0)
 		return rc;
 	if ((rc = worker_configure(&w, &o, addr, sizeof(addr))) >= 0) {

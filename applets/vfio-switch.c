@@ -364,7 +364,8 @@ static const struct opt vs_optv[] = {
 	  .help = "log verbosity (1: every sysfs write)" },
 };
 
-static const struct opt_spec vs_spec = { "vfio-switch", usage, vs_optv, sizeof(vs_optv) / sizeof(vs_optv[0]) };
+static const struct opt_spec vs_spec = { .name = "vfio-switch", .usage = usage, .opts = vs_optv,
+					.nopts = sizeof(vs_optv) / sizeof(vs_optv[0]) };
 
 /* Checks the flags into addr and req. Returns -1 to go on, else the exit
  * status (the message printed). */

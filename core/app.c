@@ -4,6 +4,12 @@
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
+#include "opt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <strings.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,4 +61,83 @@ const char *app_node_name(const char *flag, char *buf, size_t size)
 		buf[0] = '\0';
 	buf[size - 1] = '\0';
 	return buf;
+}
+
+/* ---- klog's flags -------------------------------------------------------- */
+
+#define K(member) offsetof(struct app_klog, member)
+
+const struct opt app_klog_opts[APP_KLOG_NOPTS] = {
+	{ .lo = "logtostderr", .kind = OPT_FLAG, .off = K(logtostderr), .seen = OPT_SEEN(struct app_klog, seen_logtostderr),
+	  .help = "log to stderr instead of files (default true; =false: -log_file)" },
+	{ .lo = "alsologtostderr", .kind = OPT_FLAG, .off = K(alsologtostderr),
+	  .help = "with -logtostderr=false: every line to stderr as well" },
+	{ .lo = "log_dir", .kind = OPT_STR, .off = K(log_dir), .arg = "DIR",
+	  .help = "klog's per-severity files in DIR: not written (a warning; use -log_file)" },
+	{ .lo = "log_file", .kind = OPT_STR, .off = K(log_file), .arg = "FILE",
+	  .help = "with -logtostderr=false: append the log to FILE" },
+	{ .lo = "log_file_max_size", .kind = OPT_INT, .off = K(log_file_max_size),
+	  .seen = OPT_SEEN(struct app_klog, seen_log_file_max_size), .min = 0, .max = 1L << 30, .arg = "MB",
+	  .help = "accepted; files are not rotated (a warning with -log_file)" },
+	{ .lo = "stderrthreshold", .kind = OPT_STR, .off = K(stderrthreshold), .arg = "SEV",
+	  .help = "with -logtostderr=false: lines of SEV (INFO, WARNING, ERROR) and above also to stderr" },
+	{ .lo = "vmodule", .kind = OPT_STR, .off = K(vmodule), .arg = "PAT=N,...",
+	  .help = "verbosity per source file (globs on featurebox's file names)" },
+	{ .lo = "add_dir_header", .kind = OPT_FLAG, .off = K(add_dir_header),
+	  .help = "the source file's directory in each line's header" },
+	{ .lo = "skip_headers", .kind = OPT_FLAG, .off = K(skip_headers), .help = "no header on log lines" },
+	{ .lo = "skip_log_headers", .kind = OPT_FLAG, .off = K(skip_log_headers),
+	  .help = "no header in log files (featurebox writes none)" },
+	{ .lo = "one_output", .kind = OPT_FLAG, .off = K(one_output),
+	  .help = "each line to its severity's file only (featurebox writes one file)" },
+};
+
+void app_klog_init(struct app_klog *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->logtostderr = 1;
+	k->log_file_max_size = 1800;
+}
+
+int app_klog_apply(const struct app_klog *k, struct fb_log *lg, const char *applet)
+{
+	static const char *const sevs[][2] = { { "INFO", "0" }, { "WARNING", "1" }, { "ERROR", "2" }, { "FATAL", "3" } };
+	char min = 'E';
+	int fd;
+
+	lg->skip_headers = (unsigned char)(k->skip_headers != 0);
+	lg->dir_header = (unsigned char)(k->add_dir_header != 0);
+	lg->vmodule = k->vmodule && *k->vmodule ? k->vmodule : NULL;
+	if (k->stderrthreshold) {
+		size_t i;
+
+		for (i = 0; i < 4; i++)
+			if (strcasecmp(k->stderrthreshold, sevs[i][0]) == 0 || strcmp(k->stderrthreshold, sevs[i][1]) == 0)
+				break;
+		if (i == 4) {
+			fprintf(stderr, "%s: -stderrthreshold: '%s' is not INFO, WARNING, ERROR or FATAL\n", applet,
+				k->stderrthreshold);
+			return -FB_EUSAGE;
+		}
+		min = i == 0 ? 'I' : i == 1 ? 'W' : 'E';
+	}
+	if (k->logtostderr)
+		return 0; /* klog: the file flags do nothing then */
+	if (!k->log_file || !*k->log_file) {
+		/* (klog would write per-severity files under -log_dir, or the temp dir) */
+		LOG_W(lg, "-logtostderr=false without -log_file: logging to stderr (featurebox writes no "
+			  "per-severity files%s)", k->log_dir ? "; -log_dir is not used" : "");
+		return 0;
+	}
+	fd = open(k->log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+	if (fd < 0) {
+		LOG_E(lg, "-log_file %s: %s", k->log_file, strerror(errno));
+		return -FB_EIO;
+	}
+	lg->fd = fd;
+	lg->also_fd = STDERR_FILENO;
+	lg->also_min = k->alsologtostderr ? 'I' : min;
+	if (k->seen_log_file_max_size && k->log_file_max_size)
+		LOG_W(lg, "-log_file_max_size: %s is not rotated by featurebox (rotate it outside)", k->log_file);
+	return 0;
 }

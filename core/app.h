@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "opt.h"
+
 struct fb_log;
 struct http_server;
 struct loop;
@@ -28,6 +30,37 @@ struct app_probes {
  * " of 10.0.0.1", or "" for nothing). *srv stays NULL on failure. */
 void app_serve(struct http_server **srv, struct loop *l, const char *addr, const struct app_probes *p,
 	       const struct fb_log *lg, const char *what, const char *where);
+
+/* klog's command-line flags, as upstream's Go daemons take them (klog/v2's
+ * InitFlags, less -v, which each applet has in its own table). An options
+ * struct holds one of these; its spec points at app_klog_opts:
+ *   .more = app_klog_opts, .nmore = APP_KLOG_NOPTS,
+ *   .more_off = offsetof(struct x_opts, klog), .more_title = APP_KLOG_TITLE */
+struct app_klog {
+	int logtostderr, alsologtostderr, add_dir_header, skip_headers, skip_log_headers, one_output;
+	const char *log_dir, *log_file, *vmodule, *stderrthreshold;
+	long log_file_max_size;
+	int seen_log_file_max_size, seen_logtostderr;
+};
+
+extern const struct opt app_klog_opts[];
+#define APP_KLOG_NOPTS 11
+#define APP_KLOG_TITLE "klog's flags (upstream's daemons take them; see the README)"
+
+/* klog's defaults: -logtostderr=true, -stderrthreshold=ERROR,
+ * -log_file_max_size=1800. */
+void app_klog_init(struct app_klog *k);
+
+/* Puts the flags into effect on lg as klog would: with -logtostderr (the
+ * default) everything goes to stderr and the file flags do nothing; with
+ * -logtostderr=false, -log_file gets the lines (and stderr those at
+ * -stderrthreshold and above, or all with -alsologtostderr). -skip_headers,
+ * -add_dir_header and -vmodule apply as in klog (vmodule's patterns match
+ * featurebox's source file names). What cannot be honoured (-log_dir
+ * without -log_file, -log_file_max_size) is said once, as a warning.
+ * Returns 0, -FB_EUSAGE (a bad -stderrthreshold) or -FB_EIO (-log_file
+ * cannot be opened), the reason printed. */
+int app_klog_apply(const struct app_klog *k, struct fb_log *lg, const char *applet);
 
 /* The node this runs on: flag when given and not empty, else $NODE_NAME,
  * else the host name ("" when that fails). Copied into buf (cut to size). */

@@ -1,6 +1,8 @@
 #include "log.h"
 
 #include <errno.h>
+#include <fnmatch.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,8 +12,42 @@
 
 void log_init(struct fb_log *lg)
 {
-	lg->v = 0;
+	memset(lg, 0, sizeof(*lg));
 	lg->fd = STDERR_FILENO;
+	lg->also_fd = -1;
+	lg->also_min = 'E';
+}
+
+static int sev_rank(char sev)
+{
+	return sev == 'E' ? 2 : sev == 'W' ? 1 : 0;
+}
+
+int log_v_on_(const struct fb_log *lg, int n, const char *file)
+{
+	const char *p = lg->vmodule, *base = strrchr(file, '/');
+	char name[256], pat[256];
+
+	if (!p)
+		return lg->v >= n;
+	base = base ? base + 1 : file;
+	snprintf(name, sizeof(name), "%s", base);
+	if (strlen(name) > 2 && strcmp(name + strlen(name) - 2, ".c") == 0)
+		name[strlen(name) - 2] = '\0';
+	while (*p) {
+		const char *end = strchr(p, ','), *eq;
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+
+		eq = memchr(p, '=', len);
+		if (eq && (size_t)(eq - p) < sizeof(pat)) {
+			memcpy(pat, p, (size_t)(eq - p));
+			pat[eq - p] = '\0';
+			if (fnmatch(pat, strchr(pat, '/') ? file : name, 0) == 0)
+				return atoi(eq + 1) >= n;
+		}
+		p += len + (end != NULL);
+	}
+	return lg->v >= n;
 }
 
 void log_write_(const struct fb_log *lg, char sev, const char *file, int line,
@@ -28,9 +64,12 @@ void log_write_(const struct fb_log *lg, char sev, const char *file, int line,
 
 	gettimeofday(&tv, NULL);
 	localtime_r(&tv.tv_sec, &tm);
-	r = snprintf(buf, sizeof(buf), "%c%02d%02d %02d:%02d:%02d.%06ld %s:%d] ", sev,
-		     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-		     (long)tv.tv_usec, base ? base + 1 : file, line);
+	if (lg->skip_headers)
+		r = 0;
+	else
+		r = snprintf(buf, sizeof(buf), "%c%02d%02d %02d:%02d:%02d.%06ld %s:%d] ", sev, tm.tm_mon + 1,
+			     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)tv.tv_usec,
+			     base && !lg->dir_header ? base + 1 : file, line);
 	n = r < 0 ? 0 : (size_t)r;
 	if (n < sizeof(buf)) {
 		va_start(ap, fmt);
@@ -46,6 +85,9 @@ void log_write_(const struct fb_log *lg, char sev, const char *file, int line,
 	buf[n++] = '\n';
 	while (write(lg->fd, buf, n) < 0 && errno == EINTR)
 		;
+	if (lg->also_fd > 0 && sev_rank(sev) >= sev_rank(lg->also_min))
+		while (write(lg->also_fd, buf, n) < 0 && errno == EINTR)
+			;
 	errno = saved;
 }
 

@@ -9,6 +9,11 @@
 struct fb_log {
 	int v;  /* -v N: LOG_V(lg, n, ...) prints when v >= n */
 	int fd; /* destination, stderr by default */
+	/* klog's flags (core/app sets them): */
+	const char *vmodule; /* "PATTERN=N,...": verbosity per source file (NULL: v everywhere) */
+	int also_fd;         /* -1 (or 0): none; else a second destination (stderr beside a -log_file) */
+	char also_min;       /* ... for lines of this severity and above ('I', 'W', 'E') */
+	unsigned char skip_headers, dir_header;
 };
 
 /* Cannot fail: verbosity 0, output to stderr. */
@@ -26,9 +31,13 @@ const char *log_escape(const char *s, size_t len, char *out, size_t size);
 #define LOG_I(lg, ...) log_write_((lg), 'I', __FILE__, __LINE__, __VA_ARGS__)
 #define LOG_W(lg, ...) log_write_((lg), 'W', __FILE__, __LINE__, __VA_ARGS__)
 #define LOG_E(lg, ...) log_write_((lg), 'E', __FILE__, __LINE__, __VA_ARGS__)
+/* -v, or with -vmodule the level of the first pattern matching file (a glob
+ * on its base name without ".c", or on the path when the pattern has a '/'). */
+int log_v_on_(const struct fb_log *lg, int n, const char *file);
+
 #define LOG_V(lg, n, ...) \
 	do { \
-		if ((lg)->v >= (n)) \
+		if (log_v_on_((lg), (n), __FILE__)) \
 			log_write_((lg), 'I', __FILE__, __LINE__, __VA_ARGS__); \
 	} while (0)
 

@@ -26,22 +26,38 @@ static int usage_err(const struct opt_spec *spec, const char *fmt, ...)
 	return -FB_EUSAGE;
 }
 
-static const struct opt *find_long(const struct opt_spec *spec, const char *name, size_t len)
+/* The applet's table, then the shared one; *off: where the option's
+ * struct starts in the options struct (0 for the applet's own). */
+static const struct opt *find_long(const struct opt_spec *spec, const char *name, size_t len, size_t *off)
 {
-	for (size_t i = 0; i < spec->nopts; i++) {
-		const char *lo = spec->opts[i].lo;
+	for (int t = 0; t < 2; t++) {
+		const struct opt *v = t ? spec->more : spec->opts;
+		size_t n = t ? spec->nmore : spec->nopts;
 
-		if (lo && strlen(lo) == len && memcmp(lo, name, len) == 0)
-			return &spec->opts[i];
+		for (size_t i = 0; v && i < n; i++) {
+			const char *lo = v[i].lo;
+
+			if (lo && strlen(lo) == len && memcmp(lo, name, len) == 0) {
+				*off = t ? spec->more_off : 0;
+				return &v[i];
+			}
+		}
 	}
 	return NULL;
 }
 
-static const struct opt *find_short(const struct opt_spec *spec, char c)
+static const struct opt *find_short(const struct opt_spec *spec, char c, size_t *off)
 {
-	for (size_t i = 0; i < spec->nopts; i++)
-		if (spec->opts[i].so == c)
-			return &spec->opts[i];
+	for (int t = 0; t < 2; t++) {
+		const struct opt *v = t ? spec->more : spec->opts;
+		size_t n = t ? spec->nmore : spec->nopts;
+
+		for (size_t i = 0; v && i < n; i++)
+			if (v[i].so == c) {
+				*off = t ? spec->more_off : 0;
+				return &v[i];
+			}
+	}
 	return NULL;
 }
 
@@ -267,11 +283,12 @@ static int parse_long(const struct opt_spec *spec, char *base, const struct opt 
 	return opt_set(spec, base, o, shown, argv[++*i]);
 }
 
-static int parse_shorts(const struct opt_spec *spec, char *base, int argc, char **argv, int *i)
+static int parse_shorts(const struct opt_spec *spec, char *opts, int argc, char **argv, int *i)
 {
 	for (char *p = argv[*i] + 1; *p; p++) {
-		const struct opt *o = find_short(spec, *p);
-		char shown[3] = { '-', *p, '\0' };
+		size_t off = 0;
+		const struct opt *o = find_short(spec, *p, &off);
+		char shown[3] = { '-', *p, '\0' }, *base = opts + off;
 
 		if (!o)
 			return usage_err(spec, "unknown option -%c", *p);
@@ -311,7 +328,7 @@ int opt_parse(const struct opt_spec *spec, void *opts, int argc, char **argv, in
 		char *a = argv[i], *name, *eq;
 		const char *dashes;
 		const struct opt *o;
-		size_t len;
+		size_t len, off = 0;
 
 		if (strcmp(a, "--") == 0) {
 			i++;
@@ -323,7 +340,7 @@ int opt_parse(const struct opt_spec *spec, void *opts, int argc, char **argv, in
 		name = a + strlen(dashes);
 		eq = strchr(name, '=');
 		len = eq ? (size_t)(eq - name) : strlen(name);
-		o = find_long(spec, name, len);
+		o = find_long(spec, name, len, &off);
 		if (!o && (len == 4 && memcmp(name, "help", 4) == 0)) {
 			opt_help(spec);
 			return flushed(spec);
@@ -333,10 +350,10 @@ int opt_parse(const struct opt_spec *spec, void *opts, int argc, char **argv, in
 			return flushed(spec);
 		}
 		if (o && (dashes[1] == '-' || len > 1 || eq)) {
-			rc = parse_long(spec, base, o, dashes, eq, argc, argv, &i);
+			rc = parse_long(spec, base + off, o, dashes, eq, argc, argv, &i);
 		} else if (dashes[1] == '-') {
 			return usage_err(spec, "unknown option --%.*s", (int)len, name);
-		} else if (strcmp(a, "-h") == 0 && !find_short(spec, 'h')) {
+		} else if (strcmp(a, "-h") == 0 && !find_short(spec, 'h', &off)) {
 			opt_help(spec);
 			return flushed(spec);
 		} else {
@@ -349,12 +366,10 @@ int opt_parse(const struct opt_spec *spec, void *opts, int argc, char **argv, in
 	return 0;
 }
 
-void opt_help(const struct opt_spec *spec)
+static void help_table(const struct opt *v, size_t n)
 {
-	fputs(spec->usage, stdout);
-	fputs("\nOptions:\n", stdout);
-	for (size_t i = 0; i < spec->nopts; i++) {
-		const struct opt *o = &spec->opts[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct opt *o = &v[i];
 		char left[96], sh[8] = "";
 
 		if (o->so)
@@ -367,8 +382,19 @@ void opt_help(const struct opt_spec *spec)
 		else
 			printf("%s\n%-28s %s\n", left, "", o->help);
 	}
+}
+
+void opt_help(const struct opt_spec *spec)
+{
+	fputs(spec->usage, stdout);
+	fputs("\nOptions:\n", stdout);
+	help_table(spec->opts, spec->nopts);
 	printf("%-28s %s\n%-28s %s\n", "  --help", "print this help and exit",
 	       "  --version", "print the version and exit");
+	if (spec->more && spec->nmore) {
+		printf("\n%s:\n", spec->more_title ? spec->more_title : "Also");
+		help_table(spec->more, spec->nmore);
+	}
 }
 
 int opt_parse_only(const struct opt_spec *spec, void *opts, int argc, char **argv)

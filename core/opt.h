@@ -51,6 +51,11 @@ struct opt_spec {
 	const char *usage; /* the applet's usage text: the only copy of its help */
 	const struct opt *opts;
 	size_t nopts;
+	/* a shared table as well (klog's flags: core/app), or NULL: its
+	 * offsets are within the struct at more_off in the options struct */
+	const struct opt *more;
+	size_t nmore, more_off;
+	const char *more_title; /* its heading in --help */
 };
 
 enum {
