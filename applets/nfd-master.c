@@ -738,79 +738,12 @@ static int prune(struct master *m)
 
 /* ---- feature gates ------------------------------------------------------ */
 
-/* --feature-gates "Name=bool,...", upstream's gates. Returns 0 to run, 1 for
- * a gate set to what is not implemented and has a meaning for what is
- * written (exit 1), 2 for a usage error (exit 2). */
-static int check_feature_gates(const char *list, const struct fb_log *lg)
-{
-	char buf[512], *save = NULL;
-
-	if (!list || !*list)
-		return 0;
-	if (snprintf(buf, sizeof(buf), "%s", list) >= (int)sizeof(buf)) {
-		fprintf(stderr, "nfd-master: --feature-gates: too long\n");
-		return 2;
-	}
-	for (char *it = strtok_r(buf, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
-		static const char *const yes[] = { "1", "t", "T", "TRUE", "true", "True" };
-		static const char *const no[] = { "0", "f", "F", "FALSE", "false", "False" };
-		char *eq = strchr(it, '='), *k = it, *v, *e;
-		int on = -1;
-
-		if (!eq) {
-			fprintf(stderr, "nfd-master: --feature-gates: missing bool value for %.100s\n", it);
-			return 2;
-		}
-		*eq = '\0';
-		v = eq + 1;
-		while (*k == ' ' || *k == '\t')
-			k++;
-		for (e = k + strlen(k); e > k && (e[-1] == ' ' || e[-1] == '\t'); e--)
-			e[-1] = '\0';
-		while (*v == ' ' || *v == '\t')
-			v++;
-		for (e = v + strlen(v); e > v && (e[-1] == ' ' || e[-1] == '\t'); e--)
-			e[-1] = '\0';
-		for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-			if (strcmp(v, yes[i]) == 0)
-				on = 1;
-			if (strcmp(v, no[i]) == 0)
-				on = 0;
-		}
-		if (on < 0) {
-			fprintf(stderr, "nfd-master: --feature-gates: invalid value of %.100s=%.100s\n", k, v);
-			return 2;
-		}
-		if (strcmp(k, "NodeFeatureAPI") == 0) {
-			if (!on) {
-				fprintf(stderr, "nfd-master: --feature-gates: cannot set NodeFeatureAPI to false, "
-						"it is locked to true\n");
-				return 2;
-			}
-		} else if (strcmp(k, "DisableAutoPrefix") == 0) {
-			/* which names are written, and so owned and removed: no guessing */
-			if (on) {
-				LOG_E(lg, "--feature-gates DisableAutoPrefix=true: not implemented (names always get "
-				      "feature.node.kubernetes.io/); refusing to start");
-				return 1;
-			}
-		} else if (strcmp(k, "NodeFeatureGroupAPI") == 0) {
-			/* only fills in the status of NodeFeatureGroups: leaving it out grants nothing */
-			if (on)
-				LOG_W(lg, "--feature-gates NodeFeatureGroupAPI=true: NodeFeatureGroups are not "
-				      "implemented; their status is not updated");
-		} else {
-			fprintf(stderr, "nfd-master: --feature-gates: unrecognized feature gate: %.100s\n", k);
-			return 2;
-		}
-	}
-	return 0;
-}
-
 /* ---- options and configuration ------------------------------------------ */
 
 struct master_opts {
-	const char *config, *options, *kubeconfig, *bind_ip, *instance, *whitelist, *feature_gates;
+	const char *config, *options, *kubeconfig, *bind_ip, *instance, *whitelist;
+	struct opt_list feature_gates;
+	unsigned ignored; /* OPT_IGNORE bits: upstream's v0.16 flags */
 	int prune, leader, taints, no_publish;
 	int seen_v, seen_resync, seen_page;
 	struct opt_list extra, deny;
@@ -860,8 +793,29 @@ static const struct opt master_optv[] = {
 	  .help = "the same as --informer-page-size" },
 	{ .lo = "nfd-api-parallelism", .kind = OPT_INT, .off = MO(parallelism), .min = 1, .max = 1000,
 	  .arg = "N", .help = "accepted for compatibility (updates are sequential)" },
-	{ .lo = "feature-gates", .kind = OPT_STR, .off = MO(feature_gates), .arg = "LIST",
-	  .help = "upstream's gates at their defaults; NodeFeatureGroupAPI=true warns" },
+	{ .lo = "feature-gates", .kind = OPT_STRS, .off = MO(feature_gates), .arg = "K=V,...",
+	  .help = "upstream's gates (repeatable); DisableAutoPrefix=true refuses to start, NodeFeatureGroupAPI=true warns" },
+	/* upstream v0.16's flags, gone since v0.17 (gRPC and the controllers' switches) */
+	{ .lo = "metrics", .kind = OPT_IGNORE, .off = MO(ignored), .min = 0, .arg = "N",
+	  .help = "v0.16-v0.17's metrics port: /metrics is served on --port" },
+	{ .lo = "grpc-health", .kind = OPT_IGNORE, .off = MO(ignored), .min = 1, .arg = "N",
+	  .help = "v0.16-v0.17's gRPC health port: /healthz is served on --port" },
+	{ .lo = "ca-file", .kind = OPT_IGNORE, .off = MO(ignored), .min = 2, .arg = "PATH",
+	  .help = "v0.16's gRPC TLS: NodeFeatures come through the API" },
+	{ .lo = "cert-file", .kind = OPT_IGNORE, .off = MO(ignored), .min = 3, .arg = "PATH",
+	  .help = "v0.16's gRPC TLS: NodeFeatures come through the API" },
+	{ .lo = "key-file", .kind = OPT_IGNORE, .off = MO(ignored), .min = 4, .arg = "PATH",
+	  .help = "v0.16's gRPC TLS: NodeFeatures come through the API" },
+	{ .lo = "verify-node-name", .kind = OPT_IGNORE, .off = MO(ignored), .min = 5,
+	  .help = "v0.16's gRPC TLS check: NodeFeatures come through the API" },
+	{ .lo = "enable-nodefeature-api", .kind = OPT_IGNORE, .off = MO(ignored), .min = 6,
+	  .help = "v0.16's switch: the NodeFeature API is always on" },
+	{ .lo = "crd-controller", .kind = OPT_IGNORE, .off = MO(ignored), .min = 7,
+	  .help = "v0.16's switch: the NodeFeatureRule controller always runs" },
+	{ .lo = "featurerules-controller", .kind = OPT_IGNORE, .off = MO(ignored), .min = 8,
+	  .help = "v0.16's switch: the NodeFeatureRule controller always runs" },
+	{ .lo = "resource-labels", .kind = OPT_IGNORE, .off = MO(ignored), .min = 9, .arg = "LIST",
+	  .help = "v0.16's extended resources from labels: NodeFeatureRules' extendedResources do it" },
 	{ .lo = "v", .so = 'v', .kind = OPT_INT, .off = MO(verbosity), .seen = OPT_SEEN(struct master_opts, seen_v),
 	  .min = 0, .max = 10, .arg = "N", .help = "log verbosity" },
 };
@@ -954,8 +908,23 @@ static int master_configure(struct master *m, struct master_run *r)
 			o->instance);
 		return 2;
 	}
-	if ((rc = check_feature_gates(o->feature_gates, &m->log)) != 0)
-		return rc;
+	{
+		int dap = 0, group = 0;
+
+		if (app_feature_gates("nfd-master", &o->feature_gates, &dap, &group) < 0)
+			return 2;
+		/* which names are written, and so owned and removed: no guessing */
+		if (dap) {
+			LOG_E(&m->log, "--feature-gates DisableAutoPrefix=true: not implemented (names always get "
+				       "feature.node.kubernetes.io/); refusing to start");
+			return 1;
+		}
+		/* only fills in the status of NodeFeatureGroups: leaving it out grants nothing */
+		if (group)
+			LOG_W(&m->log, "--feature-gates NodeFeatureGroupAPI=true: NodeFeatureGroups are not "
+				       "implemented; their status is not updated");
+	}
+	app_warn_ignored(&master_spec, o, &m->log);
 	fb_errinfo_init(&ei);
 	if (nfdconf_master_load_file(c, o->config, &m->log, &ei) < 0 ||
 	    (o->options && nfdconf_master_apply_yaml(c, o->options, strlen(o->options), "--options", &m->log, &ei) < 0)) {

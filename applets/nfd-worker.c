@@ -846,8 +846,10 @@ struct worker_opts {
 	const char *config, *options, *kubeconfig, *host, *node_name, *bind_ip;
 	const char *owner_refs, *feat_src, *label_src, *no_pub_feat;
 	const char *features_dir, *hooks_dir, *custom_dir;
-	int oneshot, no_publish, print_features, standalone;
+	int oneshot, no_publish, print_features, standalone, no_owner_refs;
 	int seen_owner, seen_nopubfeat, seen_v;
+	struct opt_list feature_gates;
+	unsigned ignored; /* OPT_IGNORE bits: upstream's v0.16 flags */
 	long verbosity, port;
 	struct app_klog klog;
 };
@@ -894,6 +896,27 @@ static const struct opt worker_optv[] = {
 	  .help = "no nfd-master: label the own Node directly, no NodeFeature" },
 	{ .lo = "v", .so = 'v', .kind = OPT_INT, .off = WO(verbosity), .seen = OPT_SEEN(struct worker_opts, seen_v),
 	  .min = 0, .max = 10, .arg = "N", .help = "log verbosity" },
+	{ .lo = "feature-gates", .kind = OPT_STRS, .off = WO(feature_gates), .arg = "K=V,...",
+	  .help = "upstream's gates (repeatable; checked as upstream checks them, no effect on the worker)" },
+	{ .lo = "no-owner-refs", .kind = OPT_FLAG, .off = WO(no_owner_refs),
+	  .help = "v0.17-v0.18: no ownerReferences (deprecated: --owner-refs=)" },
+	/* upstream v0.16's flags, gone since v0.17 (gRPC to the master) or v0.18 */
+	{ .lo = "metrics", .kind = OPT_IGNORE, .off = WO(ignored), .min = 0, .arg = "N",
+	  .help = "v0.16-v0.17's metrics port: /metrics is served on --port" },
+	{ .lo = "grpc-health", .kind = OPT_IGNORE, .off = WO(ignored), .min = 1, .arg = "N",
+	  .help = "v0.16-v0.17's gRPC health port: /healthz is served on --port" },
+	{ .lo = "ca-file", .kind = OPT_IGNORE, .off = WO(ignored), .min = 2, .arg = "PATH",
+	  .help = "v0.16's gRPC TLS: the worker writes NodeFeatures through the API" },
+	{ .lo = "cert-file", .kind = OPT_IGNORE, .off = WO(ignored), .min = 3, .arg = "PATH",
+	  .help = "v0.16's gRPC TLS: the worker writes NodeFeatures through the API" },
+	{ .lo = "key-file", .kind = OPT_IGNORE, .off = WO(ignored), .min = 4, .arg = "PATH",
+	  .help = "v0.16's gRPC TLS: the worker writes NodeFeatures through the API" },
+	{ .lo = "server", .kind = OPT_IGNORE, .off = WO(ignored), .min = 5, .arg = "HOST:PORT",
+	  .help = "v0.16's gRPC master address: the worker writes NodeFeatures through the API" },
+	{ .lo = "server-name-override", .kind = OPT_IGNORE, .off = WO(ignored), .min = 6, .arg = "NAME",
+	  .help = "v0.16's gRPC TLS: the worker writes NodeFeatures through the API" },
+	{ .lo = "enable-nodefeature-api", .kind = OPT_IGNORE, .off = WO(ignored), .min = 7,
+	  .help = "v0.16's switch: the NodeFeature API is always used" },
 };
 
 static const struct opt_spec worker_spec = { .name = "nfd-worker", .usage = usage, .opts = worker_optv,
@@ -908,7 +931,8 @@ static int flag_lists(struct worker *w, const struct worker_opts *o)
 		{ o->feat_src, &w->cfg.core.feature_sources, o->feat_src != NULL },
 		{ o->label_src, &w->cfg.core.label_sources, o->label_src != NULL },
 		{ o->no_pub_feat, &w->cfg.core.no_publish_features, o->seen_nopubfeat },
-		{ o->owner_refs, &w->cfg.core.owner_refs, o->seen_owner },
+		/* upstream v0.19: -no-owner-refs wins over -owner-refs */
+		{ o->no_owner_refs ? "" : o->owner_refs, &w->cfg.core.owner_refs, o->seen_owner || o->no_owner_refs },
 	};
 
 	for (size_t i = 0; i < sizeof(fl) / sizeof(fl[0]); i++) {
@@ -958,6 +982,8 @@ static int worker_configure(struct worker *w, const struct worker_opts *o, char 
 	 * (a -v in the config file still applies, as upstream's core.klog) */
 	if ((rc = app_klog_apply(&o->klog, &w->log, "nfd-worker")) < 0)
 		return rc == -FB_EUSAGE ? 2 : 1;
+	if (app_feature_gates("nfd-worker", &o->feature_gates, NULL, NULL) < 0)
+		return 2;
 	fb_errinfo_init(&ei);
 	if (nfdconf_load_file(&w->cfg, o->config, &w->log, &ei) < 0 ||
 	    (o->options && nfdconf_apply_yaml(&w->cfg, o->options, strlen(o->options), "--options", &w->log, &ei) < 0)) {
@@ -968,6 +994,9 @@ static int worker_configure(struct worker *w, const struct worker_opts *o, char 
 		w->log.v = w->cfg.core.klog_v;
 	if (o->no_publish)
 		w->cfg.core.no_publish = 1;
+	app_warn_ignored(&worker_spec, o, &w->log);
+	if (o->no_owner_refs)
+		LOG_W(&w->log, "-no-owner-refs is deprecated, use -owner-refs=");
 	if (flag_lists(w, o) < 0)
 		return 1;
 	w->owners = nfdconf_owner_refs(&w->cfg.core.owner_refs, &ei);

@@ -90,6 +90,12 @@ const struct opt app_klog_opts[APP_KLOG_NOPTS] = {
 	  .help = "no header in log files (featurebox writes none)" },
 	{ .lo = "one_output", .kind = OPT_FLAG, .off = K(one_output),
 	  .help = "each line to its severity's file only (featurebox writes one file)" },
+	{ .lo = "log_backtrace_at", .kind = OPT_IGNORE, .off = K(ignored), .min = 0, .arg = "FILE:N",
+	  .help = "Go stack traces at a log line; a C program has none to print" },
+	{ .lo = "alsologtostderrthreshold", .kind = OPT_STR, .off = K(alsologtostderrthreshold), .arg = "SEV",
+	  .help = "with -alsologtostderr: only lines of SEV and above to stderr (default INFO)" },
+	{ .lo = "legacy_stderr_threshold_behavior", .kind = OPT_FLAG, .off = K(legacy_stderr_threshold_behavior),
+	  .help = "true (the default): -stderrthreshold only with -logtostderr=false" },
 };
 
 void app_klog_init(struct app_klog *k)
@@ -97,30 +103,39 @@ void app_klog_init(struct app_klog *k)
 	memset(k, 0, sizeof(*k));
 	k->logtostderr = 1;
 	k->log_file_max_size = 1800;
+	k->legacy_stderr_threshold_behavior = 1;
+}
+
+/* "INFO".."FATAL" or "0".."3" into 'I', 'W', 'E'; 0 when it is neither. */
+static char severity(const char *s)
+{
+	static const char *const sevs[][2] = { { "INFO", "0" }, { "WARNING", "1" }, { "ERROR", "2" }, { "FATAL", "3" } };
+
+	for (size_t i = 0; i < 4; i++)
+		if (strcasecmp(s, sevs[i][0]) == 0 || strcmp(s, sevs[i][1]) == 0)
+			return i == 0 ? 'I' : i == 1 ? 'W' : 'E';
+	return 0;
 }
 
 int app_klog_apply(const struct app_klog *k, struct fb_log *lg, const char *applet)
 {
-	static const char *const sevs[][2] = { { "INFO", "0" }, { "WARNING", "1" }, { "ERROR", "2" }, { "FATAL", "3" } };
-	char min = 'E';
+	const char *const names[2] = { "stderrthreshold", "alsologtostderrthreshold" };
+	const char *const given[2] = { k->stderrthreshold, k->alsologtostderrthreshold };
+	char sev[2] = { 'E', 'I' };
 	int fd;
 
 	lg->skip_headers = (unsigned char)(k->skip_headers != 0);
 	lg->dir_header = (unsigned char)(k->add_dir_header != 0);
 	lg->vmodule = k->vmodule && *k->vmodule ? k->vmodule : NULL;
-	if (k->stderrthreshold) {
-		size_t i;
-
-		for (i = 0; i < 4; i++)
-			if (strcasecmp(k->stderrthreshold, sevs[i][0]) == 0 || strcmp(k->stderrthreshold, sevs[i][1]) == 0)
-				break;
-		if (i == 4) {
-			fprintf(stderr, "%s: -stderrthreshold: '%s' is not INFO, WARNING, ERROR or FATAL\n", applet,
-				k->stderrthreshold);
+	for (int i = 0; i < 2; i++)
+		if (given[i] && !(sev[i] = severity(given[i]))) {
+			fprintf(stderr, "%s: -%s: '%s' is not INFO, WARNING, ERROR or FATAL\n", applet, names[i],
+				given[i]);
 			return -FB_EUSAGE;
 		}
-		min = i == 0 ? 'I' : i == 1 ? 'W' : 'E';
-	}
+	if (!k->legacy_stderr_threshold_behavior)
+		LOG_W(lg, "-legacy_stderr_threshold_behavior=false: every line still goes to stderr with "
+			  "-logtostderr (featurebox keeps klog's legacy behaviour)");
 	if (k->logtostderr)
 		return 0; /* klog: the file flags do nothing then */
 	if (!k->log_file || !*k->log_file) {
@@ -136,8 +151,93 @@ int app_klog_apply(const struct app_klog *k, struct fb_log *lg, const char *appl
 	}
 	lg->fd = fd;
 	lg->also_fd = STDERR_FILENO;
-	lg->also_min = k->alsologtostderr ? 'I' : min;
+	/* klog: a line goes to stderr too at -stderrthreshold, or with
+	 * -alsologtostderr at -alsologtostderrthreshold: the lower of the two */
+	lg->also_min = sev[0];
+	if (k->alsologtostderr && strchr("EWI", sev[1]) > strchr("EWI", sev[0]))
+		lg->also_min = sev[1];
 	if (k->seen_log_file_max_size && k->log_file_max_size)
 		LOG_W(lg, "-log_file_max_size: %s is not rotated by featurebox (rotate it outside)", k->log_file);
+	return 0;
+}
+
+void app_warn_ignored(const struct opt_spec *spec, const void *opts, const struct fb_log *lg)
+{
+	for (int t = 0; t < 2; t++) {
+		const struct opt *v = t ? spec->more : spec->opts;
+		size_t n = t ? spec->nmore : spec->nopts, base = t ? spec->more_off : 0;
+
+		for (size_t i = 0; v && i < n; i++)
+			if (v[i].kind == OPT_IGNORE &&
+			    (*(const unsigned *)((const char *)opts + base + v[i].off) & (1u << v[i].min)))
+				LOG_W(lg, "-%s is accepted and ignored: %s", v[i].lo, v[i].help);
+	}
+}
+
+/* ---- -feature-gates -------------------------------------------------------- */
+
+static int gate_err(const char *applet, const char *given, const char *fmt, const char *a, const char *b)
+{
+	fprintf(stderr, "%s: invalid value \"%s\" for flag -feature-gates: ", applet, given);
+	fprintf(stderr, fmt, a, b);
+	fprintf(stderr, "\nTry '%s --help' for more information.\n", applet);
+	return -FB_EUSAGE;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	for (e = s + strlen(s); e > s && (e[-1] == ' ' || e[-1] == '\t'); e--)
+		e[-1] = '\0';
+	return s;
+}
+
+int app_feature_gates(const char *applet, const struct opt_list *gates, int *disable_auto_prefix, int *group_api)
+{
+	/* Go's strconv.ParseBool */
+	static const char *const yes[] = { "1", "t", "T", "TRUE", "true", "True" };
+	static const char *const no[] = { "0", "f", "F", "FALSE", "false", "False" };
+
+	for (int g = 0; gates && g < gates->n; g++) {
+		char buf[512], *save = NULL;
+
+		if (snprintf(buf, sizeof(buf), "%s", gates->v[g]) >= (int)sizeof(buf))
+			return gate_err(applet, "...", "%s%s", "too long", "");
+		for (char *it = strtok_r(buf, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+			char *eq = strchr(it, '='), *k, *v;
+			int on = -1;
+
+			if (!eq)
+				return gate_err(applet, gates->v[g], "missing bool value for %.100s%s", trim(it), "");
+			*eq = '\0';
+			k = trim(it);
+			v = trim(eq + 1);
+			for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+				if (strcmp(v, yes[i]) == 0)
+					on = 1;
+				if (strcmp(v, no[i]) == 0)
+					on = 0;
+			}
+			if (on < 0)
+				return gate_err(applet, gates->v[g], "invalid value of %.100s=%.100s", k, v);
+			if (strcmp(k, "NodeFeatureAPI") == 0) {
+				if (!on)
+					return gate_err(applet, gates->v[g],
+							"cannot set feature gate %.100s to %.10s, feature is locked to true", k,
+							v);
+			} else if (strcmp(k, "DisableAutoPrefix") == 0) {
+				if (disable_auto_prefix)
+					*disable_auto_prefix = on;
+			} else if (strcmp(k, "NodeFeatureGroupAPI") == 0) {
+				if (group_api)
+					*group_api = on;
+			} else {
+				return gate_err(applet, gates->v[g], "unrecognized feature gate: %.100s%s", k, "");
+			}
+		}
+	}
 	return 0;
 }

@@ -38,17 +38,18 @@ void app_serve(struct http_server **srv, struct loop *l, const char *addr, const
  *   .more_off = offsetof(struct x_opts, klog), .more_title = APP_KLOG_TITLE */
 struct app_klog {
 	int logtostderr, alsologtostderr, add_dir_header, skip_headers, skip_log_headers, one_output;
-	const char *log_dir, *log_file, *vmodule, *stderrthreshold;
+	const char *log_dir, *log_file, *vmodule, *stderrthreshold, *alsologtostderrthreshold;
 	long log_file_max_size;
-	int seen_log_file_max_size, seen_logtostderr;
+	int seen_log_file_max_size, seen_logtostderr, legacy_stderr_threshold_behavior;
+	unsigned ignored; /* OPT_IGNORE bits: -log_backtrace_at */
 };
 
 extern const struct opt app_klog_opts[];
-#define APP_KLOG_NOPTS 11
+#define APP_KLOG_NOPTS 14
 #define APP_KLOG_TITLE "klog's flags (upstream's daemons take them; see the README)"
 
 /* klog's defaults: -logtostderr=true, -stderrthreshold=ERROR,
- * -log_file_max_size=1800. */
+ * -log_file_max_size=1800, -legacy_stderr_threshold_behavior=true. */
 void app_klog_init(struct app_klog *k);
 
 /* Puts the flags into effect on lg as klog would: with -logtostderr (the
@@ -61,6 +62,18 @@ void app_klog_init(struct app_klog *k);
  * Returns 0, -FB_EUSAGE (a bad -stderrthreshold) or -FB_EIO (-log_file
  * cannot be opened), the reason printed. */
 int app_klog_apply(const struct app_klog *k, struct fb_log *lg, const char *applet);
+
+/* Warns once for each OPT_IGNORE option of spec (both tables) whose bit is
+ * set in the mask it writes to: "-NAME is accepted and ignored: HELP". */
+void app_warn_ignored(const struct opt_spec *spec, const void *opts, const struct fb_log *lg);
+
+/* upstream's -feature-gates, as many times as given (later settings win):
+ * "Name=bool,...". Known gates: NodeFeatureAPI (locked to true),
+ * DisableAutoPrefix, NodeFeatureGroupAPI. Unknown names, bad values and
+ * NodeFeatureAPI=false are usage errors worded as Go's flag package words
+ * them. Returns 0, or -FB_EUSAGE after printing why; *disable_auto_prefix and
+ * *group_api (may be NULL) get the gates' values. */
+int app_feature_gates(const char *applet, const struct opt_list *gates, int *disable_auto_prefix, int *group_api);
 
 /* The node this runs on: flag when given and not empty, else $NODE_NAME,
  * else the host name ("" when that fails). Copied into buf (cut to size). */

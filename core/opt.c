@@ -192,6 +192,11 @@ static int opt_set(const struct opt_spec *spec, char *base, const struct opt *o,
 	void *dst = base + o->off;
 
 	switch (o->kind) {
+	case OPT_IGNORE:
+		if (!o->arg && val && parse_bool(val, &(int){ 0 }) < 0)
+			return usage_err(spec, "%s: '%s' is not a boolean (true/false)", shown, val);
+		*(unsigned *)dst |= 1u << o->min;
+		break;
 	case OPT_FLAG:
 		if (!val)
 			*(int *)dst = 1;
@@ -264,7 +269,7 @@ static int opt_set(const struct opt_spec *spec, char *base, const struct opt *o,
 
 static int takes_value(const struct opt *o)
 {
-	return o->kind != OPT_FLAG && o->kind != OPT_OPTSTR;
+	return o->kind != OPT_FLAG && o->kind != OPT_OPTSTR && (o->kind != OPT_IGNORE || o->arg);
 }
 
 /* Handles a long option "name[=value]" at argv[*i]. */

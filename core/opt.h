@@ -18,6 +18,9 @@ enum opt_kind {
 	OPT_DUR,    /* long long * milliseconds: a Go duration (opt_parse_duration), truncated */
 	OPT_LIST,   /* struct opt_list *: comma-separated, repeatable; argv is split in place */
 	OPT_STRS,   /* struct opt_list *: repeatable, each value kept whole */
+	OPT_IGNORE, /* unsigned *: accepted, nothing stored but bit min of the mask set; takes a
+		     * value when arg is set, else like a flag ("-x", "-x=false"); help says why
+		     * (an upstream flag with no meaning here: core/app warns once) */
 };
 
 #define OPT_LIST_MAX 32
