@@ -33,6 +33,10 @@
  * updates run in slices, and core/loop polls between two slices, so probes,
  * the lease and other nodes' events go on (tests/applets/nfd-master-hostile.sh).
  *
+ * Every flag upstream has had since v0.16 is accepted: klog's (core/app,
+ * honoured as klog does), v0.16's gRPC and controller switches (a warning that
+ * they are ignored), -feature-gates (repeatable, checked as upstream does).
+ *
  * Deliberate deviations:
  * - Losing the leader lease stops writing at once but does not exit the
  *   process (upstream exits); it stays a candidate, watching.
