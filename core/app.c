@@ -96,6 +96,19 @@ const struct opt app_klog_opts[APP_KLOG_NOPTS] = {
 	  .help = "with -alsologtostderr: only lines of SEV and above to stderr (default INFO)" },
 	{ .lo = "legacy_stderr_threshold_behavior", .kind = OPT_FLAG, .off = K(legacy_stderr_threshold_behavior),
 	  .help = "true (the default): -stderrthreshold only with -logtostderr=false" },
+	/* upstream v0.16-v0.17's flags that worker and master shared, gone since */
+	{ .lo = "metrics", .kind = OPT_IGNORE, .off = K(ignored), .min = 1, .arg = "N",
+	  .help = "v0.16-v0.17's metrics port: /metrics is served on --port" },
+	{ .lo = "grpc-health", .kind = OPT_IGNORE, .off = K(ignored), .min = 2, .arg = "N",
+	  .help = "v0.16-v0.17's gRPC health port: /healthz is served on --port" },
+	{ .lo = "ca-file", .kind = OPT_IGNORE, .off = K(ignored), .min = 3, .arg = "PATH",
+	  .help = "v0.16's gRPC TLS: NodeFeatures go through the API" },
+	{ .lo = "cert-file", .kind = OPT_IGNORE, .off = K(ignored), .min = 4, .arg = "PATH",
+	  .help = "v0.16's gRPC TLS: NodeFeatures go through the API" },
+	{ .lo = "key-file", .kind = OPT_IGNORE, .off = K(ignored), .min = 5, .arg = "PATH",
+	  .help = "v0.16's gRPC TLS: NodeFeatures go through the API" },
+	{ .lo = "enable-nodefeature-api", .kind = OPT_IGNORE, .off = K(ignored), .min = 6,
+	  .help = "v0.16's switch: the NodeFeature API is always used" },
 };
 
 void app_klog_init(struct app_klog *k)

@@ -32,7 +32,9 @@ void app_serve(struct http_server **srv, struct loop *l, const char *addr, const
 	       const struct fb_log *lg, const char *what, const char *where);
 
 /* klog's command-line flags, as upstream's Go daemons take them (klog/v2's
- * InitFlags, less -v, which each applet has in its own table). An options
+ * InitFlags, less -v, which each applet has in its own table), and the
+ * v0.16-v0.17 flags nfd-worker and nfd-master shared (accepted, ignored,
+ * warned about by app_warn_ignored). An options
  * struct holds one of these; its spec points at app_klog_opts:
  *   .more = app_klog_opts, .nmore = APP_KLOG_NOPTS,
  *   .more_off = offsetof(struct x_opts, klog), .more_title = APP_KLOG_TITLE */
@@ -41,12 +43,12 @@ struct app_klog {
 	const char *log_dir, *log_file, *vmodule, *stderrthreshold, *alsologtostderrthreshold;
 	long log_file_max_size;
 	int seen_log_file_max_size, seen_logtostderr, legacy_stderr_threshold_behavior;
-	unsigned ignored; /* OPT_IGNORE bits: -log_backtrace_at */
+	unsigned ignored; /* OPT_IGNORE bits: -log_backtrace_at, v0.16's -metrics ... */
 };
 
 extern const struct opt app_klog_opts[];
-#define APP_KLOG_NOPTS 14
-#define APP_KLOG_TITLE "klog's flags (upstream's daemons take them; see the README)"
+#define APP_KLOG_NOPTS 20
+#define APP_KLOG_TITLE "upstream's common flags: klog's, and v0.16's (see the README)"
 
 /* klog's defaults: -logtostderr=true, -stderrthreshold=ERROR,
  * -log_file_max_size=1800, -legacy_stderr_threshold_behavior=true. */
