@@ -113,6 +113,7 @@
 #include "../core/metrics.h"
 #include "../core/nfdconf.h"
 #include "../core/nfdsrc.h"
+#include "../core/nfgc.h"
 #include "../core/nfstore.h"
 #include "../core/nodelabels.h"
 #include "../core/opt.h"
@@ -294,60 +295,26 @@ STORE_CALLBACKS(ns)
 
 /* ---- Nodes and garbage collection --------------------------------------- */
 
-/* 1 when the API says the node does not exist (404), 0 when it does or
- * cannot say: what the watch told us may be stale. */
-static int node_gone(struct master *m, const char *name)
-{
-	char path[400];
-	struct kube_result res;
-	struct fb_errinfo ei;
-	int gone;
-
-	snprintf(path, sizeof(path), "/api/v1/nodes/%s", name);
-	fb_errinfo_init(&ei);
-	gone = kube_request(m->k, "GET", path, NULL, NULL, 0, &res, &ei) == 0 && res.status == 404;
-	kube_result_free(&res);
-	return gone;
-}
-
 /* Deletes the NodeFeatures of node n, which the Node list and watch say is
- * gone. Returns -FB_ECANCELED on SIGTERM, else 0. */
+ * gone (core/nfgc: the API must say 404 for the node too). Returns
+ * -FB_ECANCELED on SIGTERM, else 0. */
 static int gc_node(struct master *m, struct nfstore_node *n)
 {
-	char path[800];
-	struct fb_errinfo ei;
-	char msg[1300];
+	const struct nfgc g = { .k = m->k, .lg = &m->log, .mx = &m->mx, .m_deleted = m->m_gc_deleted,
+				.m_failed = m->m_gc_failed };
 
-	if (n->nfs && !node_gone(m, n->name)) {
+	if (n->nfs && !nfgc_node_gone(m->k, n->name)) {
 		LOG_W(&m->log, "node %s: the watch said deleted, the API does not: keeping its NodeFeatures", n->name);
 		return 0;
 	}
 	while (n->nfs) {
 		struct nfstore_nf *o = n->nfs;
-		struct kube_result res;
 		int rc;
 
 		if (!may_write_cb(m))
 			return 0;
-		snprintf(path, sizeof(path), NF_API "/namespaces/%s/nodefeatures/%s", o->ns, o->name);
-		fb_errinfo_init(&ei);
-		rc = kube_request(m->k, "DELETE", path, NULL, NULL, 0, &res, &ei);
-		if (rc == -FB_ECANCELED)
-			return rc;
-		if (rc == 0 && (res.status / 100 == 2 || res.status == 404)) {
-			LOG_I(&m->log, "deleted NodeFeature %s of deleted node %s", o->key, n->name);
-			metrics_inc(&m->mx, m->m_gc_deleted, 1);
-		} else {
-			if (rc == 0)
-				snprintf(msg, sizeof(msg), "%d %s", res.status, res.message);
-			else
-				fb_errinfo_str(&ei, msg, sizeof(msg));
-			LOG_E(&m->log, "deleting NodeFeature %s: %s (next garbage collection tries again)", o->key, msg);
-			metrics_inc(&m->mx, m->m_gc_failed, 1);
-			kube_result_free(&res);
-			return 0;
-		}
-		kube_result_free(&res);
+		if ((rc = nfgc_delete(&g, o->ns, o->name, n->name)) != 0)
+			return rc < 0 ? rc : 0;
 		/* the watch's DELETED event will find nothing left to do */
 		nfstore_nf_forget(&m->st, o);
 	}

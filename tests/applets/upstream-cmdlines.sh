@@ -3,8 +3,8 @@
 # chart (rendered with the chart's default values) run, v0.16.0 to v0.19.0.
 # Each goes through the binary as it is; what the test adds comes after it,
 # to make a run end: the worker gets a fixture host and -oneshot -no-publish
-# (exit 0), the master a kubeconfig that is not there (exit 1, past its
-# flags: a usage error would be 2). Facts from upstream's manifests, in our
+# (exit 0), the master and nfd-gc a kubeconfig that is not there (exit 1,
+# past their flags: a usage error would be 2). Facts from upstream's manifests, in our
 # own table: COMPONENT|SOURCE|ARGS.
 . "$(dirname "$0")/../lib/testing.sh"
 F=$FB_TOP/tests/fixtures
@@ -21,6 +21,9 @@ while IFS='|' read -r comp src args; do
 	nfd-master)
 		more="-config $W/none.conf -kubeconfig $W/no-such-kubeconfig"
 		want=1 ;;
+	nfd-gc)
+		more="-kubeconfig $W/no-such-kubeconfig"
+		want=1 ;;
 	esac
 	# shellcheck disable=SC2086
 	testing "$src: $comp $args" \
@@ -35,6 +38,7 @@ nfd-worker|kustomize v0.17-v0.18 Job|-oneshot
 nfd-worker|kustomize v0.19 Job|-oneshot -owner-refs=node
 nfd-master|kustomize Deployment (every version)|
 nfd-master|kustomize prune Job (every version)|-prune
+nfd-gc|kustomize Deployment (every version)|
 # Helm: deployment/helm/node-feature-discovery, default values
 nfd-worker|helm v0.16.0-v0.16.4|-feature-gates=NodeFeatureAPI=true -feature-gates=NodeFeatureGroupAPI=false -metrics=8081
 nfd-worker|helm v0.16.5-v0.16.9|-feature-gates=NodeFeatureAPI=true -feature-gates=NodeFeatureGroupAPI=false -metrics=8081 -grpc-health=8082
@@ -47,6 +51,7 @@ nfd-master|helm v0.17|-enable-leader-election -feature-gates=NodeFeatureGroupAPI
 nfd-master|helm v0.18|-enable-leader-election -feature-gates=NodeFeatureGroupAPI=false -port=8080
 nfd-master|helm v0.19|-port=8080
 nfd-master|helm post-delete Job (every version)|-prune
+nfd-gc|helm (every version)|-gc-interval=1h
 # Helm with values a user sets (the templates' other branches)
 nfd-worker|helm v0.16 tls.enable|-ca-file=/etc/kubernetes/node-feature-discovery/certs/ca.crt -key-file=/etc/kubernetes/node-feature-discovery/certs/tls.key -cert-file=/etc/kubernetes/node-feature-discovery/certs/tls.crt -metrics=8081
 nfd-master|helm v0.16 instance and lists|-instance=blue -extra-label-ns=vendor.example.com -deny-label-ns=*.denied.example.com -resource-labels=vendor.example.com/cards -enable-taints -crd-controller=false -featurerules-controller=true -resync-period=30m -nfd-api-parallelism=5
