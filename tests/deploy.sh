@@ -180,7 +180,7 @@ else
 fi
 # ... and refuses what its loader cannot read, instead of serving less.
 printf 'x: &a 1\n' >>"$W/crds/nodefeature-crd.yaml"
-out=$(timeout 20 python3 tests/k8s/server.py --dir "$W/k8s3" 2>&1)
+out=$(timeout -k 10 20 python3 tests/k8s/server.py --dir "$W/k8s3" 2>&1)
 rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && printf '%s' "$out" | grep -q 'cannot load the CRDs'; then
 	pass "the test API server refuses a CRD file outside its YAML subset"

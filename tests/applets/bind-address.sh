@@ -77,10 +77,10 @@ else
 	echo "SKIP: $SUITE: nfd-worker --bind-address ::1 (no IPv6 loopback)"
 fi
 testing "nfd-worker --bind-address HOST:PORT: exit 1 naming it" \
-	"timeout 20 $NW --oneshot --bind-address 127.0.0.1:8080 2>&1; echo \$?" \
+	"timeout -k 10 20 $NW --oneshot --bind-address 127.0.0.1:8080 2>&1; echo \$?" \
 	"nfd-worker: --bind-address 127.0.0.1:8080: not an IP address\n1\n"
 testing "nfd-worker --bind-address of a name: exit 1" \
-	"timeout 20 $NW --oneshot --bind-address localhost 2>/dev/null; echo \$?" "1\n"
+	"timeout -k 10 20 $NW --oneshot --bind-address localhost 2>/dev/null; echo \$?" "1\n"
 
 # 2. nfd-master
 start m1 $NM --port 0 --bind-address 127.0.0.1
@@ -96,7 +96,7 @@ if [ $v6 = 1 ]; then
 	stop m2
 fi
 testing "nfd-master --bind-address 10.0.0.300: exit 1 naming it" \
-	"timeout 20 $NM --bind-address 10.0.0.300 2>&1; echo \$?" "nfd-master: --bind-address 10.0.0.300: not an IP address\n1\n"
+	"timeout -k 10 20 $NM --bind-address 10.0.0.300 2>&1; echo \$?" "nfd-master: --bind-address 10.0.0.300: not an IP address\n1\n"
 
 # 3. gpu-node-agent
 start g1 $GA --health-probe-bind-address 127.0.0.1:0
@@ -117,10 +117,10 @@ check "gpu-node-agent --port 0, default address: serving" wait_for 20 served g3
 testing "gpu-node-agent, default: every interface, as before" "listening $(port_of g3) | grep -cxE '::|0.0.0.0'" "1\n"
 stop g3
 testing "gpu-node-agent --health-probe-bind-address without a port: exit 1 naming it" \
-	"timeout 20 $GA --health-probe-bind-address 127.0.0.1 2>&1 | grep -c '^gpu-node-agent: health probe bind address 127.0.0.1: listen address must be HOST:PORT'; timeout 20 $GA --health-probe-bind-address 127.0.0.1 2>/dev/null; echo \$?" "1\n1\n"
+	"timeout -k 10 20 $GA --health-probe-bind-address 127.0.0.1 2>&1 | grep -c '^gpu-node-agent: health probe bind address 127.0.0.1: listen address must be HOST:PORT'; timeout -k 10 20 $GA --health-probe-bind-address 127.0.0.1 2>/dev/null; echo \$?" "1\n1\n"
 testing "gpu-node-agent \$HEALTH_PROBE_BIND_ADDRESS=300.0.0.1:80: exit 1" \
-	"HEALTH_PROBE_BIND_ADDRESS=300.0.0.1:80 timeout 20 $GA 2>&1 | grep -c '300.0.0.1:80'; HEALTH_PROBE_BIND_ADDRESS=300.0.0.1:80 timeout 20 $GA 2>/dev/null; echo \$?" "1\n1\n"
+	"HEALTH_PROBE_BIND_ADDRESS=300.0.0.1:80 timeout -k 10 20 $GA 2>&1 | grep -c '300.0.0.1:80'; HEALTH_PROBE_BIND_ADDRESS=300.0.0.1:80 timeout -k 10 20 $GA 2>/dev/null; echo \$?" "1\n1\n"
 testing "gpu-node-agent --port and --health-probe-bind-address together: exit 2" \
-	"timeout 20 $GA --port 1 --health-probe-bind-address :2 2>/dev/null; echo \$?" "2\n"
+	"timeout -k 10 20 $GA --port 1 --health-probe-bind-address :2 2>/dev/null; echo \$?" "2\n"
 
 done_testing

@@ -185,11 +185,11 @@ testing "-f alone writes the NFD default path" \
 mkroot fifo rpi4 proc
 rm "$W/fifo/proc/device-tree/gpu/compatible" && mkfifo "$W/fifo/proc/device-tree/gpu/compatible"
 testing "FIFO as a property: exit 1, no hang" \
-	"timeout 20 $FB dt-labeller -d --host-prefix $W/fifo/ >/dev/null 2>$W/err; echo \$?; grep -c 'gpu/compatible.*not a regular file' $W/err" "1\n1\n"
+	"timeout -k 10 20 $FB dt-labeller -d --host-prefix $W/fifo/ >/dev/null 2>$W/err; echo \$?; grep -c 'gpu/compatible.*not a regular file' $W/err" "1\n1\n"
 mkroot fifo2 rpi4 proc
 mkfifo "$W/fifo2/proc/device-tree/soc/compatible-fifo"
 testing "FIFO in a node that is not scanned is never opened" \
-	"timeout 20 $FB dt-labeller -d --host-prefix $W/fifo2/" "$H$RPI4"
+	"timeout -k 10 20 $FB dt-labeller -d --host-prefix $W/fifo2/" "$H$RPI4"
 
 # 7. Bad blobs: clear message naming the file and libfdt's reason, exit 1.
 head -c 300 "$D/rpi4.dtb" >"$W/trunc.dtb"

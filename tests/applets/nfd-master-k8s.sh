@@ -371,7 +371,7 @@ testing "a value of the wrong kind: exit 1, names the key" \
 	"$FB nfd-master --kubeconfig $S/kubeconfig-admin --config $W/bad2.conf 2>&1 >/dev/null | grep -c 'resyncPeriod'" "1\n"
 printf 'noPublish: true\nnoSuchKey: 1\n' >"$W/warn.conf"
 testing "an unknown key is a warning; --no-publish from the file writes nothing" \
-	"k8s_ctl clear-log; timeout 5 $FB nfd-master --kubeconfig $S/kubeconfig-admin --config $W/warn.conf --port 0 2>&1 | grep -c 'unknown key noSuchKey'; k8s_ctl count patch '^/api/v1/nodes'" "1\n0\n"
+	"k8s_ctl clear-log; timeout -k 10 5 $FB nfd-master --kubeconfig $S/kubeconfig-admin --config $W/warn.conf --port 0 2>&1 | grep -c 'unknown key noSuchKey'; k8s_ctl count patch '^/api/v1/nodes'" "1\n0\n"
 testing "--instance must be a valid name" "$FB nfd-master --instance=bad- 2>&1; echo \$?" "nfd-master: --instance \"bad-\": must be 1-63 of [A-Za-z0-9._-], alphanumeric at both ends\n2\n"
 
 # No NodeFeatureRule at all (a fresh install).

@@ -199,7 +199,7 @@ refuses() { # NAME WHAT-IT-MUST-NAME ARGS...: exit 1 within 10 s, naming it
 	local name=$1 key=$2
 	shift 2
 	testing "$name: exit 1 naming $key" \
-		"timeout 10 $FB nfd-master --kubeconfig $W/kc-nfdm --config $W/none.conf --port 0 $* >$W/refuse.log 2>&1; echo \$?; grep -q -F -- '$key' $W/refuse.log && echo named" \
+		"timeout -k 10 10 $FB nfd-master --kubeconfig $W/kc-nfdm --config $W/none.conf --port 0 $* >$W/refuse.log 2>&1; echo \$?; grep -q -F -- '$key' $W/refuse.log && echo named" \
 		"1\nnamed\n"
 }
 printf 'restrictions:\n  disableTaints: true\n' >"$W/unknown-restriction.conf"
@@ -217,8 +217,8 @@ refuses "a selector value that is no label value" restrictions.nodeFeatureNamesp
 printf 'restrictions:\n  disableLabels: "yes"\n' >"$W/badbool.conf"
 refuses "a restriction of the wrong type" restrictions.disableLabels --config "$W/badbool.conf"
 testing "--feature-gates with an unknown gate: a usage error naming it" \
-	"timeout 10 $FB nfd-master --kubeconfig $W/kc-nfdm --config $W/none.conf --feature-gates Bogus=true 2>&1 | grep -q Bogus && echo named; \
-	 timeout 10 $FB nfd-master --kubeconfig $W/kc-nfdm --config $W/none.conf --feature-gates Bogus=true >/dev/null 2>&1; echo \$?" "named\n2\n"
+	"timeout -k 10 10 $FB nfd-master --kubeconfig $W/kc-nfdm --config $W/none.conf --feature-gates Bogus=true 2>&1 | grep -q Bogus && echo named; \
+	 timeout -k 10 10 $FB nfd-master --kubeconfig $W/kc-nfdm --config $W/none.conf --feature-gates Bogus=true >/dev/null 2>&1; echo \$?" "named\n2\n"
 # what has no security meaning runs: gates at upstream's defaults (the Helm
 # chart passes them), NodeFeatureGroupAPI=true (nothing is written for groups)
 MCONF=$W/kc-nfdm start_master gates --feature-gates NodeFeatureAPI=true,DisableAutoPrefix=false,NodeFeatureGroupAPI=true

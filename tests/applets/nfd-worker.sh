@@ -82,7 +82,7 @@ testing "a disabled feature source gives no labels either (as upstream)" \
 	"$NW --no-publish --host-prefix $W/gpu/ --features-dir $W/empty --feature-sources=all,-cpu,-pci 2>/dev/null | grep -c -e cpu- -e pci-" "0\n"
 mkdir -p "$W/fifo/proc" && mkfifo "$W/fifo/proc/cpuinfo"
 testing "a FIFO where /proc/cpuinfo should be: no hang" \
-	"timeout 20 $NW --no-publish --host-prefix $W/fifo/ --features-dir $W/empty >/dev/null 2>&1; echo \$?" "0\n"
+	"timeout -k 10 20 $NW --no-publish --host-prefix $W/fifo/ --features-dir $W/empty >/dev/null 2>&1; echo \$?" "0\n"
 testing "RE2 non-capturing groups in labelWhiteList work" \
 	"$NW --no-publish --host-prefix $W/gpu/ --features-dir $W/empty --options '{\"core\":{\"labelWhiteList\":\"^(?:pci|storage)-\"}}' 2>/dev/null | cut -d- -f1 | sort -u" \
 	"$NS/pci\n$NS/storage\n"
