@@ -98,10 +98,8 @@ hold=$(k8s_ctl fault --method PATCH --path '^/api/v1/nodes/node1$' --count -1 --
 set_labels '{"keep":"me"}'
 k8s_ctl wait-held "$hold" --timeout 60 >/dev/null || fail "the controller's PATCH is held"
 t0=$(date +%s%N)
-kill -TERM $cpid
-wait_for 60 exited $cpid || kill -9 $cpid
-wait $cpid
-rc=$?
+stop $cpid
+rc=$STOP_RC
 t1=$(date +%s%N)
 cpid=
 k8s_ctl release "$hold" >/dev/null

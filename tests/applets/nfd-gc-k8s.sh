@@ -41,10 +41,8 @@ testing "/healthz answers" "probe http://127.0.0.1:$port/healthz" "200"
 testing "/metrics counts the deletions as upstream names them" \
 	"curl -s http://127.0.0.1:$port/metrics | grep '^nfd_gc_objects_deleted_total'" \
 	"nfd_gc_objects_deleted_total{kind=\"NodeFeature\"} 2\n"
-kill -TERM $gpid
-wait_for 30 exited $gpid || kill -9 $gpid
-wait $gpid
-rc=$?
+stop $gpid
+rc=$STOP_RC
 gpid=
 testing "SIGTERM: exit 0" "echo $rc" "0\n"
 
@@ -60,9 +58,7 @@ testing "... no DELETE while it fails" "k8s_ctl count DELETE '.'; exists gone3 &
 k8s_ctl clear-faults >/dev/null
 check "once the list works, the next pass deletes what is gone (before -gc-interval's 1h)" wait_for 90 gone gone3
 testing "... and kept the others" "exists node1 && exists node2 && exists handmade && echo kept" "kept\n"
-kill -TERM $gpid
-wait_for 30 exited $gpid || kill -9 $gpid
-wait $gpid
+stop $gpid
 gpid=
 
 testing "klog and v0.16 flags: accepted (exit 1: the kubeconfig is missing)" \

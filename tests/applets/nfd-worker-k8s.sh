@@ -112,10 +112,8 @@ testing "no token text in the worker's log" "grep -c -F -e \"\$(cat $S/tokens/no
 
 # 5. SIGTERM: exit 0 (how soon: at the end of 6, where the worker waits on
 #    a 10 min timer; a worker that never exits fails here, not hangs).
-kill -TERM $wpid
-wait_for 60 exited $wpid || kill -9 $wpid
-wait $wpid
-rc=$?
+stop $wpid
+rc=$STOP_RC
 wpid=
 testing "SIGTERM: exit 0" "echo $rc" "0\n"
 
@@ -153,10 +151,8 @@ testing "churn: only the local source re-ran (one full discovery pass)" \
 # idle on its 10 min sleepInterval: SIGTERM ends it, not the timer (the
 # bound is a twentieth of the interval: far above what a loaded machine adds)
 t0=$(date +%s%N)
-kill -TERM $wpid
-wait_for 60 exited $wpid || kill -9 $wpid
-wait $wpid
-rc=$?
+stop $wpid
+rc=$STOP_RC
 t1=$(date +%s%N)
 wpid=
 echo "# SIGTERM on a worker waiting on its 10 min timer: gone after $(( (t1 - t0) / 1000000 )) ms" >&2

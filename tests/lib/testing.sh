@@ -89,6 +89,16 @@ t() {
 	if out=$("$@" 2>&1); then pass "$n"; else fail "$n: $(printf '%s' "$out" | tr '\n' ' ' | head -c 600)"; fi
 }
 
+# stop PID: SIGTERM, then up to 60 s for it to exit (SIGKILL after that:
+# a daemon that never exits fails its test instead of hanging the suite);
+# its exit status in STOP_RC. (Not in $(...): wait needs the parent shell.)
+stop() {
+	kill -TERM "$1" 2>/dev/null
+	wait_for 60 exited "$1" || kill -9 "$1" 2>/dev/null
+	wait "$1"
+	STOP_RC=$?
+}
+
 # probe URL: the HTTP status of URL the way the kubelet probes it (1 s
 # timeout, failureThreshold 3): the first 200 of up to three tries in a
 # row, else the last try's status (000: no answer within 1 s).
