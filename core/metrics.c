@@ -2,8 +2,10 @@
 
 #include "http.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void metrics_init(struct metrics *r)
@@ -117,6 +119,33 @@ static void series(struct out *o, const char *name, const char *suffix, const ch
 		put(o, "%s%s ", name, suffix);
 }
 
+/* A float64 as Go's strconv.FormatFloat(v, 'g', -1, 64) writes it, which is
+ * what Prometheus' Go client prints: the fewest digits that read back as v,
+ * in exponent form when the exponent is below -4 or at least 6 ("0.025",
+ * "1e+06", "+Inf"). */
+static const char *go_float(char *out, size_t size, double v)
+{
+	int p, exp;
+
+	if (isnan(v))
+		return "NaN";
+	if (isinf(v))
+		return v > 0 ? "+Inf" : "-Inf";
+	if (v == 0)
+		return signbit(v) ? "-0" : "0";
+	for (p = 1; p < 17; p++) {
+		snprintf(out, size, "%.*e", p - 1, v);
+		if (strtod(out, NULL) == v)
+			break;
+	}
+	snprintf(out, size, "%.*e", p - 1, v);
+	exp = atoi(strchr(out, 'e') + 1);
+	if (exp < -4 || exp >= 6)
+		return out;
+	snprintf(out, size, "%.*f", p - 1 - exp > 0 ? p - 1 - exp : 0, v);
+	return out;
+}
+
 size_t metrics_render(const struct metrics *r, char *buf, size_t size)
 {
 	static const char *const types[] = { "counter", "gauge", "histogram" };
@@ -124,24 +153,24 @@ size_t metrics_render(const struct metrics *r, char *buf, size_t size)
 
 	for (size_t i = 0; i < r->n; i++) {
 		const struct metric *m = &r->m[i];
-		char le[48];
+		char le[48], num[40];
 
 		if (i == 0 || strcmp(r->m[i - 1].name, m->name) != 0)
 			put(&o, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name, types[m->kind]);
 		if (m->kind != METRIC_HISTOGRAM) {
 			series(&o, m->name, "", m->labels, "");
-			put(&o, "%.17g\n", m->value);
+			put(&o, "%s\n", go_float(num, sizeof(num), m->value));
 			continue;
 		}
 		for (size_t b = 0; b < m->nbounds; b++) {
-			snprintf(le, sizeof(le), "le=\"%.17g\"", m->bounds[b]);
+			snprintf(le, sizeof(le), "le=\"%s\"", go_float(num, sizeof(num), m->bounds[b]));
 			series(&o, m->name, "_bucket", m->labels, le);
 			put(&o, "%llu\n", m->buckets[b]);
 		}
 		series(&o, m->name, "_bucket", m->labels, "le=\"+Inf\"");
 		put(&o, "%llu\n", m->count);
 		series(&o, m->name, "_sum", m->labels, "");
-		put(&o, "%.17g\n", m->value);
+		put(&o, "%s\n", go_float(num, sizeof(num), m->value));
 		series(&o, m->name, "_count", m->labels, "");
 		put(&o, "%llu\n", m->count);
 	}

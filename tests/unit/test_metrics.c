@@ -4,6 +4,7 @@
 #include "../../core/metrics.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 int main(void)
 {
@@ -36,11 +37,11 @@ int main(void)
 	      "fb_up 1\n"
 	      "# HELP fb_latency_seconds request latency\n"
 	      "# TYPE fb_latency_seconds histogram\n"
-	      "fb_latency_seconds_bucket{le=\"0.10000000000000001\"} 1\n"
+	      "fb_latency_seconds_bucket{le=\"0.1\"} 1\n"
 	      "fb_latency_seconds_bucket{le=\"1\"} 1\n"
 	      "fb_latency_seconds_bucket{le=\"10\"} 2\n"
 	      "fb_latency_seconds_bucket{le=\"+Inf\"} 2\n"
-	      "fb_latency_seconds_sum 5.0499999999999998\n"
+	      "fb_latency_seconds_sum 5.05\n"
 	      "fb_latency_seconds_count 2\n");
 	T_INT("length returned", n, strlen(buf));
 	T_INT("cut output reports the length needed", metrics_render(&r, small, sizeof(small)), n);
@@ -67,6 +68,26 @@ int main(void)
 		metrics_set(&r, ids.a, 7);
 		n = metrics_render(&r, buf, sizeof(buf));
 		T_OK("table: rendered", strstr(buf, "t_build_info{version=\"1\"} 7\n") != NULL, "%s", buf);
+	}
+	{
+		/* Go's strconv.FormatFloat(v, 'g', -1, 64), printed by go1.23 for
+		 * the same values: what Prometheus' Go client writes. */
+		static const struct { double v; const char *go; } fl[] = {
+			{ 0.1, "0.1" }, { 5.05, "5.05" }, { 0.025, "0.025" }, { 1e6, "1e+06" },
+			{ 1234567, "1.234567e+06" }, { 1e-5, "1e-05" }, { 0.0001, "0.0001" },
+			{ 123456.7, "123456.7" }, { 2.5e-05, "2.5e-05" },
+			{ 1.0 / 3, "0.3333333333333333" }, { -0.0, "-0" }, { 1e21, "1e+21" },
+			{ 0.005, "0.005" }, { 60, "60" }, { -2.5, "-2.5" },
+		};
+		char want[64];
+
+		for (size_t i = 0; i < sizeof(fl) / sizeof(fl[0]); i++) {
+			metrics_init(&r);
+			metrics_set(&r, metrics_add(&r, METRIC_GAUGE, "g", "", "g"), fl[i].v);
+			metrics_render(&r, buf, sizeof(buf));
+			snprintf(want, sizeof(want), "\ng %s\n", fl[i].go);
+			T_OK("value as Go prints it", strstr(buf, want) != NULL, "want %s in %s", fl[i].go, buf);
+		}
 	}
 	return t_done();
 }
