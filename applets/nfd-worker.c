@@ -17,9 +17,11 @@
  *   API request (upstream GETs every pass); the server is re-read after a
  *   409/404, and every ten minutes to catch drift (a deleted object).
  * - /healthz answers from the start, not only after the first publish.
- * - --no-publish (or core.noPublish) discovers once, prints the labels (or
- *   with --print-features the NodeFeature) and exits; upstream keeps a
- *   dry-run daemon running.
+ * - --no-publish (or core.noPublish) is upstream's dry run (a daemon unless
+ *   --oneshot) without an API client (upstream needs a kubeconfig even
+ *   then): each pass prints the labels (or with --print-features the
+ *   NodeFeature) on standard output, and the node name is not checked
+ *   (upstream never checks it; publishing here needs an object name).
  * - An owner reference that cannot be built (no POD_NAME/POD_UID, Pod or
  *   Node unreadable) is left out with a warning instead of being fatal.
  * - --host-prefix, --node-name, --print-features, --features-dir are ours;
@@ -166,6 +168,7 @@ struct worker {
 	struct json *base_labels;      /* full pass, owned (a daemon's only) */
 	struct kube_backoff bo;
 	int ok;                        /* first publish done */
+	int print_features;            /* --no-publish: print the NodeFeature, not the labels */
 };
 /* ---- publishing --------------------------------------------------------- */
 
@@ -633,11 +636,17 @@ static struct json *discover(struct worker *w, int full)
 /* ---- the loop ----------------------------------------------------------- */
 
 static void on_retry(void *ctx);
+static int dry_print(struct worker *w, const struct json *spec);
 
 static void try_publish(struct worker *w, int confirm)
 {
 	if (!w->spec)
 		return;
+	if (w->cfg.core.no_publish) { /* a dry-run daemon: each pass printed */
+		if (dry_print(w, w->spec) != 0)
+			LOG_E(&w->log, "cannot write the labels to standard output");
+		return;
+	}
 	if (w->owners_pending && !w->standalone) /* without them the NodeFeature dies with the Pod */
 		make_owner_refs(w);
 	if ((w->standalone ? apply_standalone(w, w->spec, confirm) : publish(w, w->spec, confirm)) == 0) {
@@ -1022,12 +1031,13 @@ static int worker_configure(struct worker *w, const struct worker_opts *o, char 
 		return 2;
 	}
 	snprintf(w->node, sizeof(w->node), "%s", app_node_name(o->node_name, hostname, sizeof(hostname)));
-	if (!labels_valid_prefix(w->node, strlen(w->node))) {
+	/* upstream checks nothing; publishing needs an object name, a dry run none */
+	if (!w->cfg.core.no_publish && !labels_valid_prefix(w->node, strlen(w->node))) {
 		LOG_E(&w->log, "node name \"%s\" is not a valid Kubernetes object name", w->node);
 		return 2;
 	}
 	w->pod_uid = getenv("POD_UID");
-	snprintf(w->node_label, sizeof(w->node_label), "node=\"%s\"", w->node);
+	metrics_label(w->node_label, sizeof(w->node_label), "node", w->node);
 	return -1;
 }
 
@@ -1055,10 +1065,28 @@ static void worker_metrics(struct worker *w)
 	metrics_add_table(&w->m, counters, 2, w);
 }
 
-/* --no-publish: discover once and print. Returns the exit status. */
-static int worker_print(struct worker *w, int print_features)
+/* --no-publish: a pass's labels (or with --print-features the NodeFeature)
+ * on standard output. Returns 0, or 1 when they could not be written. */
+static int dry_print(struct worker *w, const struct json *spec)
 {
-	struct json *spec, *obj;
+	struct json *obj;
+	char *s;
+	int ret;
+
+	if (!w->print_features)
+		return print_labels(json_get(spec, "labels"));
+	obj = nodefeature_object(w, spec);
+	s = obj ? json_print(obj, NULL) : NULL;
+	ret = s ? (printf("%s\n", s), fflush(stdout) != 0 || ferror(stdout)) : 1;
+	free(s);
+	json_free(obj);
+	return ret;
+}
+
+/* --oneshot --no-publish: discover once and print. Returns the exit status. */
+static int worker_print(struct worker *w)
+{
+	struct json *spec;
 	struct fb_errinfo ei;
 	char msg[1200];
 	int ret;
@@ -1071,19 +1099,26 @@ static int worker_print(struct worker *w, int print_features)
 	if (hooks_now(w) < 0 || !(spec = discover(w, 1)))
 		return 1;
 	kube_own_namespace(NULL, w->ns, sizeof(w->ns));
-	if (print_features) {
-		char *s;
-
-		obj = nodefeature_object(w, spec);
-		s = obj ? json_print(obj, NULL) : NULL;
-		ret = s ? (printf("%s\n", s), fflush(stdout) != 0 || ferror(stdout)) : 1;
-		free(s);
-		json_free(obj);
-	} else {
-		ret = print_labels(json_get(spec, "labels"));
-	}
+	ret = dry_print(w, spec);
 	FREE_AT_EXIT(json_free(spec));
 	return ret;
+}
+
+/* --no-publish without --oneshot: upstream's dry-run daemon (a pass every
+ * sleepInterval and on features.d changes, the probes), without an API
+ * client: nothing is read from or written to the cluster. */
+static int worker_dry_setup(struct worker *w)
+{
+	struct fb_errinfo ei;
+	char msg[1200];
+
+	fb_errinfo_init(&ei);
+	if (loop_new(&w->l, &ei) < 0 || setup_hooks(w, &ei) < 0) {
+		LOG_E(&w->log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		return -1;
+	}
+	kube_own_namespace(NULL, w->ns, sizeof(w->ns));
+	return 0;
 }
 
 /* The loop, the API client, the hooks. Returns 0 or -1 (logged). */
@@ -1168,12 +1203,13 @@ int nfd_worker_main(int argc, char **argv)
 		goto out;
 	}
 	worker_metrics(&w);
-	if (w.cfg.core.no_publish) {
-		ret = worker_print(&w, o.print_features);
+	w.print_features = o.print_features;
+	if (w.cfg.core.no_publish && o.oneshot) {
+		ret = worker_print(&w);
 		goto out;
 	}
-	/* publishing modes need the API */
-	if (worker_connect(&w, &o) < 0)
+	/* publishing needs the API; a dry run only the loop */
+	if (w.cfg.core.no_publish ? worker_dry_setup(&w) < 0 : worker_connect(&w, &o) < 0)
 		goto out;
 	if (!o.oneshot) { /* probes get answers before the first API request */
 		probes = (struct app_probes){ .mx = &w.m };
@@ -1193,7 +1229,8 @@ int nfd_worker_main(int argc, char **argv)
 	w.owners_pending = 1; /* built by the first publish, inside the loop */
 	watch_features(&w);
 	loop_timer(w.l, 0, on_sleep, &w);
-	loop_timer(w.l, DRIFT_MS, on_drift, &w);
+	if (!w.cfg.core.no_publish)
+		loop_timer(w.l, DRIFT_MS, on_drift, &w);
 	loop_timer(w.l, 5000, on_rewatch, &w);
 	loop_run(w.l);
 	LOG_I(&w.log, "stopping (signal %d)", loop_signal(w.l));

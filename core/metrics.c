@@ -119,6 +119,25 @@ static void series(struct out *o, const char *name, const char *suffix, const ch
 		put(o, "%s%s ", name, suffix);
 }
 
+void metrics_label(char *out, size_t size, const char *name, const char *value)
+{
+	int n = snprintf(out, size, "%s=\"", name);
+	size_t o = n > 0 ? (size_t)n : 0;
+
+	if (o + 2 > size) {
+		if (size)
+			out[0] = '\0';
+		return;
+	}
+	for (; *value && o + 4 <= size; value++) {
+		if (*value == '\\' || *value == '"' || *value == '\n')
+			out[o++] = '\\';
+		out[o++] = *value == '\n' ? 'n' : *value;
+	}
+	out[o++] = '"';
+	out[o] = '\0';
+}
+
 /* A float64 as Go's strconv.FormatFloat(v, 'g', -1, 64) writes it, which is
  * what Prometheus' Go client prints: the fewest digits that read back as v,
  * in exponent form when the exponent is below -4 or at least 6 ("0.025",

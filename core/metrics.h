@@ -33,6 +33,9 @@ struct metrics {
 
 /* Cannot fail: an empty registry. */
 void metrics_init(struct metrics *r);
+/* name="value" for a series' labels, the value escaped as the text format
+ * wants (backslash, double quote, newline); cut to fit size. */
+void metrics_label(char *out, size_t size, const char *name, const char *value);
 
 /* Registers a metric and returns its index, or -1 when the table is full or
  * a histogram has more than METRICS_BUCKETS bounds (a programming error the

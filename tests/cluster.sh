@@ -102,7 +102,7 @@ cluster_start() {
 	# what a node labelled by every daemon carries that never changes
 	CL_STATIC=$(
 		{
-			$FB nfd-worker --no-publish --config /nonexistent --node-name node1 --host-prefix "$W/root1/" \
+			$FB nfd-worker --oneshot --no-publish --config /nonexistent --node-name node1 --host-prefix "$W/root1/" \
 				--features-dir "$W/fd1" --feature-sources=pci,local --label-sources=pci,local 2>/dev/null |
 				grep -v '^fault-round=' | sed 's|^\([^/]*\)$|feature.node.kubernetes.io/\1|'
 			$FB dt-labeller -d --dtb "$W/rpi4.dtb" 2>/dev/null | sed -n 's/^\(beta\.devicetree\.org\/[^:]*\): \(.*\)/\1=\2/p'

@@ -63,7 +63,7 @@ NB="as_nobody $FB nfd-worker --node-name node1 --config $W/none.conf --host-pref
 
 # 1. --no-publish: the hooks' labels, and nothing of theirs left when it exits.
 testing "--no-publish: hook labels, hooks override features.d (as upstream)" \
-	"$NB --no-publish --hooks-dir $W/eschooks --options '{$HOOKS_ON}' 2>$W/np.log" \
+	"$NB --oneshot --no-publish --hooks-dir $W/eschooks --options '{$HOOKS_ON}' 2>$W/np.log" \
 	"edge.example.com/site=lab\nhook.example.com/both=hook\nhook.example.com/escape=ran\n"
 none_left "--no-publish: no process from a hook outlives the worker" "$W/np.log"
 
@@ -196,7 +196,7 @@ if [ "$(id -u)" = 0 ] && [ -z "$FBRUN" ] && unshare --pid --fork --mount-proc tr
 	cat >"$W/pid1.sh" <<EOF
 sleep 1000 &
 echo \$! >$W/pid1run/older.pid
-exec ${NB#as_nobody } --no-publish --hooks-dir $W/pid1 --options '{$HOOKS_ON}'
+exec ${NB#as_nobody } --oneshot --no-publish --hooks-dir $W/pid1 --options '{$HOOKS_ON}'
 EOF
 	testing "as PID 1: escapees killed, an older orphan left alone" \
 		"unshare --pid --fork --mount-proc $NOBODY sh $W/pid1.sh 2>$W/pid1.log | grep pid1" \

@@ -8,7 +8,7 @@ NS=feature.node.kubernetes.io
 mkdir -p "$W/gpu" "$W/pi" "$W/fd" "$W/empty"
 cp -r "$F/nfd/x86-server/." "$W/gpu/" && cp -r "$F/sysfs/gpuserver/." "$W/gpu/"
 cp -r "$F/nfd/rpi4/." "$W/pi/" && cp -r "$F/sysfs/rpi4/." "$W/pi/"
-NW="$FB nfd-worker --config $W/none.conf --node-name node1"
+NW="$FB nfd-worker --oneshot --config $W/none.conf --node-name node1"
 
 # 1. Labels a user of each machine checks (everything but the cpuid flags).
 testing "GPU server: labels" \

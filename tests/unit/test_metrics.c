@@ -89,5 +89,13 @@ int main(void)
 			T_OK("value as Go prints it", strstr(buf, want) != NULL, "want %s in %s", fl[i].go, buf);
 		}
 	}
+	{
+		char l[16];
+
+		metrics_label(buf, sizeof(buf), "node", "a\"b\\c\nd");
+		T_STR("label value escaped", buf, "node=\"a\\\"b\\\\c\\nd\"");
+		metrics_label(l, sizeof(l), "node", "0123456789abcdef");
+		T_STR("label value cut, still quoted", l, "node=\"0123456\"");
+	}
 	return t_done();
 }
