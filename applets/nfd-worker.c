@@ -44,9 +44,9 @@
  *   fails): the NodeFeature within 1 MiB, its labels within 128 KiB; the
  *   longest instance lists lose their tails first, each cut a warning naming
  *   the feature (cap_spec, features_cap). --standalone bounds the labels.
- * - The custom source runs sources.custom and custom.d (--custom-dir) rules
- *   through the NodeFeatureRule engine (core/rules); upstream's two built-in
- *   legacy rules (rdma.capable, rdma.available) are not included.
+ * - The custom source runs upstream's two built-in rules (rdma.capable,
+ *   rdma.available), sources.custom and custom.d (--custom-dir) rules
+ *   through the NodeFeatureRule engine (core/rules).
  * - nfd-worker.conf (core/nfdconf): every upstream key is implemented but
  *   core.klog.* other than v (where logs go: always stderr), accepted and
  *   ignored as none has a security meaning; unknown keys are warned about.

@@ -1,6 +1,7 @@
-/* nfdsrc custom: NodeFeatureRule-style rules (core/rules) from
- * sources.custom and custom.d, upstream's source/custom without its two
- * built-in legacy rules (rdma.capable, rdma.available). */
+/* nfdsrc custom: NodeFeatureRule-style rules (core/rules): upstream's two
+ * built-in rules (rdma.capable: a Mellanox PCI device; rdma.available: the
+ * ib_uverbs and rdma_ucm modules loaded), then sources.custom, then
+ * custom.d, in that order, as upstream's source/custom runs them. */
 #include "nfdsrc_internal.h"
 
 #include "featfile.h"
@@ -108,6 +109,19 @@ static void custom_scan(const char *dir, int root, const char *sub, struct featu
 	hostfs_names_free(names, n);
 }
 
+/* Upstream's static rules (source/custom/static_features.go), as data. */
+static const char builtin_rules[] =
+	"- name: RDMA capable static rule\n"
+	"  labels: {rdma.capable: \"true\"}\n"
+	"  matchFeatures:\n"
+	"  - feature: pci.device\n"
+	"    matchExpressions: {vendor: {op: In, value: [\"15b3\"]}}\n"
+	"- name: RDMA available static rule\n"
+	"  labels: {rdma.available: \"true\"}\n"
+	"  matchFeatures:\n"
+	"  - feature: kernel.loadedmodule\n"
+	"    matchExpressions: {ib_uverbs: {op: Exists}, rdma_ucm: {op: Exists}}\n";
+
 void nfdsrc_custom(const struct json *rules, const char *custom_dir, struct features *f,
 		   struct json *labels, const struct fb_log *lg)
 {
@@ -117,6 +131,18 @@ void nfdsrc_custom(const struct json *rules, const char *custom_dir, struct feat
 	if (rules_out_init(&out) < 0) {
 		NLOG_E(lg, "custom: out of memory");
 		return;
+	}
+	{
+		struct fb_errinfo ei;
+		struct json *builtin;
+
+		fb_errinfo_init(&ei);
+		builtin = yaml_parse(builtin_rules, sizeof(builtin_rules) - 1, "built-in rules", &ei);
+		if (builtin)
+			custom_run(builtin, "built-in rules", f, &out, lg);
+		else
+			NLOG_E(lg, "custom: built-in rules: %s", ei.detail);
+		json_free(builtin);
 	}
 	if (rules)
 		custom_run(rules, "sources.custom", f, &out, lg);
