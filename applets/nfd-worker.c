@@ -5,7 +5,7 @@
  * flags (one or two dashes), nfd-worker.conf, feature keys, label names and
  * NodeFeature object, so an upstream nfd-master consumes what we publish.
  * Sources: cpu, kernel, local (features.d), memory, network, pci, storage,
- * system, usb. Every flag upstream has had since v0.16 is accepted (klog's
+ * system, usb, custom, and fake (only when featureSources names it). Every flag upstream has had since v0.16 is accepted (klog's
  * through core/app, honoured as klog does; v0.16's gRPC and port flags with a
  * warning that they are ignored; -feature-gates checked as upstream checks
  * it). Deliberate deviations:
@@ -537,7 +537,7 @@ static struct json *discover(struct worker *w, int full)
 		.h = &w->h, .cfg = &w->src, .nodename = w->node, .features_dir = w->features_dir,
 		.hook_labels = w->hooks ? w->hook_labels : NULL,
 		.hook_features = w->hooks ? w->hook_features : NULL,
-		.custom_rules = w->cfg.custom, .custom_dir = w->custom_dir, .lg = &w->log,
+		.custom_rules = w->cfg.custom, .custom_dir = w->custom_dir, .fake = w->cfg.fake, .lg = &w->log,
 	};
 	struct features f;
 	struct json *labels = json_new_object(), *spec = NULL;
@@ -1005,9 +1005,9 @@ static int worker_configure(struct worker *w, const struct worker_opts *o, char 
 		return 2;
 	}
 	w->feat_mask = nfdconf_sources_mask(&w->cfg.core.feature_sources, known_sources, SRC_COUNT,
-					    (1ULL << SRC_COUNT) - 1, "featureSources", &w->log);
+					    nfdsrc_all_mask(), "featureSources", &w->log);
 	w->label_mask = nfdconf_sources_mask(&w->cfg.core.label_sources, known_sources, SRC_COUNT,
-					     (1ULL << SRC_COUNT) - 1, "labelSources", &w->log);
+					     nfdsrc_all_mask(), "labelSources", &w->log);
 	nfdsrc_config_init(&w->src);
 #define LIST(dst, from) (dst).v = (from).v, (dst).n = (from).n
 	LIST(w->src.cpu_blacklist, w->cfg.cpuid.attribute_blacklist);

@@ -8,6 +8,8 @@
  * positions), chosen by walk.master. */
 #include "nfdconf.h"
 
+#include "nfdsrc.h"
+
 #include "json.h"
 #include "kube.h"
 #include "log.h"
@@ -86,6 +88,7 @@ void nfdconf_free(struct nfd_worker_config *cfg)
 	free(cfg->core.label_whitelist_own_);
 	free(cfg->kernel.kconfig_file_own_);
 	json_free(cfg->custom);
+	json_free(cfg->fake);
 	nfdconf_init(cfg);
 }
 
@@ -148,6 +151,7 @@ enum kind {
 	K_KLOGV,    /* core.klog.v */
 	K_SCALAR,   /* a klog option we accept and ignore */
 	K_RULES,    /* sources.custom: kept as a json array */
+	K_FAKE,     /* sources.fake: merged into a json object as Go's decoder merges */
 	/* nfd-master.conf: its own messages, kept from before the table */
 	M_BOOL,     /* true/false: "not true or false" */
 	M_AUTONS,   /* autoDefaultNs: M_BOOL, and false is refused */
@@ -238,6 +242,7 @@ static const struct field local_fields[] = {
 static const struct field source_fields[] = {
 	SUB("cpu", K_OBJ, cpu_fields),
 	{ "custom", K_RULES, 0, NULL, 0 },
+	{ "fake", K_FAKE, 0, NULL, 0 },
 	SUB("kernel", K_OBJ, kernel_fields),
 	SUB("local", K_OBJ, local_fields),
 	SUB("pci", K_OBJ, pci_fields),
@@ -527,6 +532,122 @@ static int walk_master(struct walk *w, const struct json *j, const struct field 
 
 static int do_master(struct walk *w, const struct field *f, const struct json *j, void *dst);
 
+/* j as a Go map[string]string (scalars convert), or null, into a new
+ * object in *out (store) or only checked. */
+static int fake_map(struct walk *w, const struct json *j, const char *key, struct json **out)
+{
+	int oom = 0;
+
+	if (json_type(j) != JSON_NULL && json_type(j) != JSON_OBJECT)
+		return fail(w, "%s: expected a mapping, got %s", key, type_name(j));
+	if (out && !(*out = json_type(j) == JSON_NULL ? json_new_null() : json_new_object()))
+		return -FB_ENOMEM;
+	for (const struct json *c = json_child(j); c; c = json_next(c)) {
+		char *tofree;
+		const char *v = scalar_text(c, &tofree, &oom);
+
+		if (!v && !oom)
+			return fail(w, "%s.%s: expected a string, got %s", key, json_key(c), type_name(c));
+		if (out && !oom && json_set_str(*out, json_key(c), v) < 0)
+			oom = 1;
+		free(tofree);
+		if (oom)
+			return -FB_ENOMEM;
+	}
+	return 0;
+}
+
+static int fake_apply(struct json **dst, const struct json *layer, struct walk *w);
+
+/* sources.fake (upstream's fake source): labels and attributeFeatures are
+ * maps that a later layer adds to (Go's decoder keeps a map's entries),
+ * flagFeatures and instanceFeatures lists it replaces; null clears one. The
+ * first layer starts from NFDSRC_FAKE_DEFAULTS, as upstream's config does. */
+static int fake_apply(struct json **dst, const struct json *layer, struct walk *w)
+{
+	if (json_type(layer) == JSON_NULL)
+		return 0;
+	if (json_type(layer) != JSON_OBJECT)
+		return fail(w, "expected a mapping, got %s", type_name(layer));
+	if (dst && !*dst) {
+		struct fb_errinfo ei;
+		struct json *def = yaml_parse(NFDSRC_FAKE_DEFAULTS, sizeof(NFDSRC_FAKE_DEFAULTS) - 1,
+					      "fake defaults", &ei);
+		int rc;
+
+		if (!(*dst = json_new_object())) {
+			json_free(def);
+			return -FB_ENOMEM;
+		}
+		rc = def ? fake_apply(dst, def, w) : -FB_ENOMEM;
+		json_free(def);
+		if (rc < 0)
+			return rc;
+	}
+	for (const struct json *c = json_child(layer); c; c = json_next(c)) {
+		const char *key = json_key(c);
+		struct json *v = NULL, *have = dst ? json_get(*dst, key) : NULL;
+		int rc = 0, oom = 0;
+
+		if (strcmp(key, "labels") == 0 || strcmp(key, "attributeFeatures") == 0) {
+			if ((rc = fake_map(w, c, key, dst ? &v : NULL)) < 0)
+				return rc;
+			if (dst && json_type(v) == JSON_OBJECT && json_type(have) == JSON_OBJECT) {
+				for (const struct json *e = json_child(v); e && !oom; e = json_next(e))
+					oom = json_set_str(have, json_key(e), json_str(e)) < 0;
+				json_free(v);
+				if (oom)
+					return -FB_ENOMEM;
+				continue;
+			}
+		} else if (strcmp(key, "flagFeatures") == 0 || strcmp(key, "instanceFeatures") == 0) {
+			int inst = key[0] == 'i';
+
+			if (json_type(c) != JSON_NULL && json_type(c) != JSON_ARRAY)
+				return fail(w, "%s: expected a list, got %s", key, type_name(c));
+			if (dst && !(v = json_type(c) == JSON_NULL ? json_new_null() : json_new_array()))
+				return -FB_ENOMEM;
+			for (const struct json *e = json_child(c); e && rc == 0; e = json_next(e)) {
+				struct json *item = NULL;
+				char *tofree;
+				const char *t;
+
+				if (inst) {
+					rc = fake_map(w, e, key, v ? &item : NULL);
+				} else if (!(t = scalar_text(e, &tofree, &oom))) {
+					rc = oom ? -FB_ENOMEM : fail(w, "%s: expected a string, got %s", key, type_name(e));
+				} else {
+					if (v && !(item = json_new_string(t)))
+						rc = -FB_ENOMEM;
+					free(tofree);
+				}
+				if (item && json_append_take(v, item) < 0) {
+					json_free(item);
+					rc = -FB_ENOMEM;
+				}
+			}
+			if (rc < 0) {
+				json_free(v);
+				return rc;
+			}
+		} else {
+			if (!w->apply)
+				LOG_W(w->lg, "%s: unknown key sources.fake.%s, ignored", w->what, key);
+			continue;
+		}
+		if (dst && json_set_take(*dst, key, v) < 0) {
+			json_free(v);
+			return -FB_ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static int do_fake(struct walk *w, const struct json *j)
+{
+	return fake_apply(w->apply ? &w->cfg->fake : NULL, j, w);
+}
+
 static int do_field(struct walk *w, const struct field *f, const struct json *j)
 {
 	void *dst = w->base + f->off;
@@ -606,6 +727,8 @@ static int do_field(struct walk *w, const struct field *f, const struct json *j)
 			w->cfg->custom = dup;
 		}
 		return 0;
+	case K_FAKE:
+		return do_fake(w, j);
 	default:
 		return do_master(w, f, j, dst);
 	}

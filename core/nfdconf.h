@@ -75,6 +75,8 @@ struct nfd_worker_config {
 	int local_hooks_enabled;                 /* sources.local.hooksEnabled: 0 */
 	struct json *custom;                     /* sources.custom: an owned array of rules,
 						  * NULL when none (the default) */
+	struct json *fake;                       /* sources.fake: an owned object (the defaults
+						  * with every layer merged), NULL: the defaults */
 };
 
 /* Cannot fail: every field at its upstream default (nothing allocated). */

@@ -50,6 +50,7 @@
 
 const struct nfdsrc_source *const nfdsrc_sources[NFDSRC_COUNT] = {
 	[NFDSRC_CPU] = &nfdsrc_cpu_source_,         [NFDSRC_CUSTOM] = &nfdsrc_custom_source_,
+	[NFDSRC_FAKE] = &nfdsrc_fake_source_,
 	[NFDSRC_KERNEL] = &nfdsrc_kernel_source_,   [NFDSRC_LOCAL] = &nfdsrc_local_source_,
 	[NFDSRC_MEMORY] = &nfdsrc_memory_source_,   [NFDSRC_NETWORK] = &nfdsrc_network_source_,
 	[NFDSRC_PCI] = &nfdsrc_pci_source_,         [NFDSRC_STORAGE] = &nfdsrc_storage_source_,
@@ -57,11 +58,17 @@ const struct nfdsrc_source *const nfdsrc_sources[NFDSRC_COUNT] = {
 };
 /* The same names, for nfdconf_sources_mask (test_nfdsrc checks they agree). */
 const char *const nfdsrc_names[NFDSRC_COUNT] = {
-	[NFDSRC_CPU] = "cpu",         [NFDSRC_CUSTOM] = "custom",   [NFDSRC_KERNEL] = "kernel",
+	[NFDSRC_CPU] = "cpu",         [NFDSRC_CUSTOM] = "custom",   [NFDSRC_FAKE] = "fake",
+	[NFDSRC_KERNEL] = "kernel",
 	[NFDSRC_LOCAL] = "local",     [NFDSRC_MEMORY] = "memory",   [NFDSRC_NETWORK] = "network",
 	[NFDSRC_PCI] = "pci",         [NFDSRC_STORAGE] = "storage", [NFDSRC_SYSTEM] = "system",
 	[NFDSRC_USB] = "usb",
 };
+
+unsigned long long nfdsrc_all_mask(void)
+{
+	return ((1ULL << NFDSRC_COUNT) - 1) & ~(1ULL << NFDSRC_FAKE);
+}
 
 /* ---- defaults --------------------------------------------------------- */
 

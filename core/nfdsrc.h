@@ -43,6 +43,7 @@ struct nfdsrc_ctx {
 	const struct json *hook_labels, *hook_features; /* local: the last hooks run, NULL: none */
 	const struct json *custom_rules;           /* custom: sources.custom, NULL: none */
 	const char *custom_dir;                    /* custom: custom.d (a plain path) */
+	const struct json *fake;                   /* fake: sources.fake merged, NULL: the defaults */
 	const struct fb_log *lg;                   /* may be NULL */
 };
 
@@ -71,11 +72,27 @@ struct nfdsrc_source {
  * featureSources/labelSources masks is nfdsrc_sources[i], named
  * nfdsrc_names[i]. */
 enum {
-	NFDSRC_CPU, NFDSRC_CUSTOM, NFDSRC_KERNEL, NFDSRC_LOCAL, NFDSRC_MEMORY, NFDSRC_NETWORK,
+	NFDSRC_CPU, NFDSRC_CUSTOM, NFDSRC_FAKE, NFDSRC_KERNEL, NFDSRC_LOCAL, NFDSRC_MEMORY, NFDSRC_NETWORK,
 	NFDSRC_PCI, NFDSRC_STORAGE, NFDSRC_SYSTEM, NFDSRC_USB, NFDSRC_COUNT
 };
 extern const struct nfdsrc_source *const nfdsrc_sources[NFDSRC_COUNT];
 extern const char *const nfdsrc_names[NFDSRC_COUNT];
+
+/* The sources "all" names in featureSources and labelSources: every one but
+ * those upstream disables by default (its SupplementalSource: fake). */
+unsigned long long nfdsrc_all_mask(void);
+
+/* Upstream's fake source's defaults (source/fake), the base nfdconf merges
+ * sources.fake over: labels, flagFeatures, attributeFeatures,
+ * instanceFeatures. */
+#define NFDSRC_FAKE_DEFAULTS                                                                    \
+	"labels: {fakefeature1: \"true\", fakefeature2: \"true\", fakefeature3: \"true\"}\n"          \
+	"flagFeatures: [flag_1, flag_2, flag_3]\n"                                              \
+	"attributeFeatures: {attr_1: \"true\", attr_2: \"false\", attr_3: \"10\"}\n"                 \
+	"instanceFeatures:\n"                                                                   \
+	"- {name: instance_1, attr_1: \"true\", attr_2: \"false\", attr_3: \"10\", attr_4: foobar}\n" \
+	"- {name: instance_2, attr_1: \"true\", attr_2: \"true\", attr_3: \"100\"}\n"                \
+	"- {name: instance_3}\n"
 
 /* A list of strings. Borrowed: nfdsrc never frees or changes them. */
 struct nfdsrc_list {

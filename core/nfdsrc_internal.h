@@ -17,7 +17,7 @@
 #define ATTR_SIZE 256
 
 /* The sources of the registry, one per file. */
-extern const struct nfdsrc_source nfdsrc_cpu_source_, nfdsrc_custom_source_, nfdsrc_kernel_source_,
+extern const struct nfdsrc_source nfdsrc_cpu_source_, nfdsrc_custom_source_, nfdsrc_fake_source_, nfdsrc_kernel_source_,
 	nfdsrc_local_source_, nfdsrc_memory_source_, nfdsrc_network_source_, nfdsrc_pci_source_,
 	nfdsrc_storage_source_, nfdsrc_system_source_, nfdsrc_usb_source_;
 

@@ -392,7 +392,51 @@ static const struct {
 	{ "custom as a mapping", "sources:\n  custom: {name: x}\n", -FB_EINVAL,
 	  "line 2 column 3: sources.custom: expected a list of rules, got a mapping" },
 	{ "a duplicate key", "core:\n  noPublish: true\n  noPublish: false\n", -FB_EINVAL, "line 3" },
+	{ "fake as a list", "sources: {fake: [a]}", -FB_EINVAL, "sources.fake: expected a mapping, got a list" },
+	{ "fake labels as a list", "sources: {fake: {labels: [a]}}", -FB_EINVAL,
+	  "sources.fake: labels: expected a mapping, got a list" },
+	{ "a fake label value as a list", "sources: {fake: {labels: {a: [b]}}}", -FB_EINVAL,
+	  "sources.fake: labels.a: expected a string, got a list" },
+	{ "fake flags as a mapping", "sources: {fake: {flagFeatures: {a: b}}}", -FB_EINVAL,
+	  "sources.fake: flagFeatures: expected a list, got a mapping" },
+	{ "a fake instance as a string", "sources: {fake: {instanceFeatures: [a]}}", -FB_EINVAL,
+	  "sources.fake: instanceFeatures: expected a mapping, got a string" },
 };
+
+/* sources.fake layered as upstream's Go decoder layers it: maps keep what
+ * an earlier layer (or the defaults) put in, lists are replaced. */
+static void test_fake(void)
+{
+	struct nfd_worker_config c;
+	struct fb_errinfo ei;
+	char *s;
+	int rc;
+
+	nfdconf_init(&c);
+	rc = apply(&c, "sources:\n  fake:\n    labels: {mine: 1}\n    flagFeatures: [x, 2]\n", &ei);
+	rc |= nfdconf_apply_yaml(&c, "{sources: {fake: {labels: {more: x}, attributeFeatures: {attr_3: 11}}}}",
+				 strlen("{sources: {fake: {labels: {more: x}, attributeFeatures: {attr_3: 11}}}}"),
+				 "--options", &lg, &ei);
+	s = rc == 0 ? json_print(c.fake, NULL) : NULL;
+	T_STR("fake: defaults, then a file, then --options", s ? s : "(none)",
+	      "{\"labels\":{\"fakefeature1\":\"true\",\"fakefeature2\":\"true\",\"fakefeature3\":\"true\","
+	      "\"mine\":\"1\",\"more\":\"x\"},\"flagFeatures\":[\"x\",\"2\"],"
+	      "\"attributeFeatures\":{\"attr_1\":\"true\",\"attr_2\":\"false\",\"attr_3\":\"11\"},"
+	      "\"instanceFeatures\":[{\"name\":\"instance_1\",\"attr_1\":\"true\",\"attr_2\":\"false\","
+	      "\"attr_3\":\"10\",\"attr_4\":\"foobar\"},{\"name\":\"instance_2\",\"attr_1\":\"true\","
+	      "\"attr_2\":\"true\",\"attr_3\":\"100\"},{\"name\":\"instance_3\"}]}");
+	free(s);
+	rc = apply(&c, "sources: {fake: {labels: null, instanceFeatures: [{name: only}]}}", &ei);
+	s = rc == 0 ? json_print(c.fake, NULL) : NULL;
+	T_OK("fake: null clears a map, a list replaces", s && strstr(s, "\"labels\":null") &&
+	     strstr(s, "\"instanceFeatures\":[{\"name\":\"only\"}]") && strstr(s, "\"attr_3\":\"11\""), "%s", s);
+	free(s);
+	nfdconf_free(&c);
+	nfdconf_init(&c);
+	T_OK("fake: no sources.fake, no object (the source uses its defaults)",
+	     apply(&c, "sources: {pci: {}}", &ei) == 0 && c.fake == NULL, "fake=%p", (void *)c.fake);
+	nfdconf_free(&c);
+}
 
 static void test_errors(void)
 {
@@ -432,7 +476,7 @@ static const struct {
 	{ "core:\n  noPublish: true\n  bar: [1, 2]\n", "WHAT: line 3 column 3: unknown key core.bar, ignored" },
 	{ "extra: 1\n", "WHAT: line 1 column 1: unknown key extra, ignored" },
 	{ "sources:\n  memory:\n    x: 1\n", "WHAT: line 2 column 3: unknown key sources.memory, ignored" },
-	{ "sources:\n  fake:\n    labels: {a: b}\n", "unknown key sources.fake, ignored" },
+	{ "sources:\n  fake:\n    bogus: {a: b}\n", "unknown key sources.fake.bogus, ignored" },
 	{ "sources:\n  pci:\n    deviceClassWhitelist: [\"03\"]\n    deviceLabelField: [class]\n",
 	  "WHAT: line 4 column 5: unknown key sources.pci.deviceLabelField, ignored" },
 	{ "sources:\n  cpu:\n    cpuid:\n      attributeBlackList: [X]\n      attributeGreylist: [Y]\n",
@@ -691,6 +735,7 @@ int main(void)
 	test_values();
 	test_sleep();
 	test_errors();
+	test_fake();
 	test_warnings();
 	test_helpers();
 	test_files();
