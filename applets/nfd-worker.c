@@ -5,7 +5,8 @@
  * flags (one or two dashes), nfd-worker.conf, feature keys, label names and
  * NodeFeature object, so an upstream nfd-master consumes what we publish.
  * Sources: cpu, kernel, local (features.d), memory, network, pci, storage,
- * system, usb, custom, and fake (only when featureSources names it). Every flag upstream has had since v0.16 is accepted (klog's
+ * system, usb, custom, and fake (only when featureSources names it).
+ * Every flag upstream has had since v0.16 is accepted (klog's
  * through core/app, honoured as klog does; v0.16's gRPC and port flags with a
  * warning that they are ignored; -feature-gates checked as upstream checks
  * it). Deliberate deviations:
