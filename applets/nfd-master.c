@@ -89,7 +89,7 @@
  * - autoDefaultNs (v0.17-v0.18): true is what we do; false (DisableAutoPrefix)
  *   exit 1.
  * - nfdApiParallelism / --nfd-api-parallelism: performance only, ignored.
- * - klog.* other than v: where logs go, ignored (stderr).
+ * - klog.*: as upstream merges it with klog's flags (a flag given wins).
  * - Unknown top-level keys: warned about and ignored (upstream ignores them).
  * - --bind-address IP is ours: upstream serves -port on every interface with
  *   no way to choose, which stays the default; not an IP address: exit 1.
@@ -892,6 +892,9 @@ static int master_configure(struct master *m, struct master_run *r)
 	}
 	if (!o->seen_v && c->have_klog_v)
 		m->log.v = (int)c->klog_v;
+	/* klog.* of the file where no flag said otherwise, as upstream */
+	if ((rc = app_klog_config(&r->o.klog, c->klog, &m->log, "nfd-master", "klog")) < 0)
+		return rc == -FB_EUSAGE ? 2 : 1;
 	m->no_publish = o->no_publish || c->no_publish;
 	m->leader_election = o->leader;
 	m->resync_ms = o->seen_resync ? o->resync : c->resync_ms;

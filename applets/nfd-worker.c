@@ -48,9 +48,9 @@
  * - The custom source runs upstream's two built-in rules (rdma.capable,
  *   rdma.available), sources.custom and custom.d (--custom-dir) rules
  *   through the NodeFeatureRule engine (core/rules).
- * - nfd-worker.conf (core/nfdconf): every upstream key is implemented but
- *   core.klog.* other than v (where logs go: always stderr), accepted and
- *   ignored as none has a security meaning; unknown keys are warned about.
+ * - nfd-worker.conf (core/nfdconf): every upstream key is implemented,
+ *   core.klog.* as upstream merges it (a klog flag given on the command line
+ *   wins); unknown keys are warned about.
  * - features.d, custom.d and source.d are written by others (other
  *   containers, tools, local users): a symlink in them is followed only while
  *   it stays inside the directory (hostfs_open_beneath; ConfigMap "..data"
@@ -963,7 +963,7 @@ static int flag_lists(struct worker *w, const struct worker_opts *o)
 
 /* Checks the flags and layers defaults < file < --options < flags into w.
  * Returns -1 to go on, else the exit status (the message printed). */
-static int worker_configure(struct worker *w, const struct worker_opts *o, char *addr, size_t addr_size)
+static int worker_configure(struct worker *w, struct worker_opts *o, char *addr, size_t addr_size)
 {
 	struct fb_errinfo ei;
 	char msg[1200], hostname[256];
@@ -993,6 +993,9 @@ static int worker_configure(struct worker *w, const struct worker_opts *o, char 
 	}
 	if (!o->seen_v)
 		w->log.v = w->cfg.core.klog_v;
+	/* core.klog.* where no flag said otherwise, as upstream */
+	if ((rc = app_klog_config(&o->klog, w->cfg.core.klog, &w->log, "nfd-worker", "core.klog")) < 0)
+		return rc == -FB_EUSAGE ? 2 : 1;
 	if (o->no_publish)
 		w->cfg.core.no_publish = 1;
 	app_warn_ignored(&worker_spec, o, &w->log);

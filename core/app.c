@@ -2,10 +2,12 @@
 
 #include "err.h"
 #include "http.h"
+#include "json.h"
 #include "log.h"
 #include "metrics.h"
 #include "opt.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -67,34 +69,35 @@ const char *app_node_name(const char *flag, char *buf, size_t size)
 
 #define K(member) offsetof(struct app_klog, member)
 
+#define SEEN(i) OPT_SEEN(struct app_klog, seen[i])
 const struct opt app_klog_opts[APP_KLOG_NOPTS] = {
-	{ .lo = "logtostderr", .kind = OPT_FLAG, .off = K(logtostderr), .seen = OPT_SEEN(struct app_klog, seen_logtostderr),
+	{ .lo = "logtostderr", .kind = OPT_FLAG, .off = K(logtostderr), .seen = SEEN(0),
 	  .help = "log to stderr instead of files (default true; =false: -log_file)" },
-	{ .lo = "alsologtostderr", .kind = OPT_FLAG, .off = K(alsologtostderr),
+	{ .lo = "alsologtostderr", .seen = SEEN(1), .kind = OPT_FLAG, .off = K(alsologtostderr),
 	  .help = "with -logtostderr=false: every line to stderr as well" },
-	{ .lo = "log_dir", .kind = OPT_STR, .off = K(log_dir), .arg = "DIR",
+	{ .lo = "log_dir", .seen = SEEN(2), .kind = OPT_STR, .off = K(log_dir), .arg = "DIR",
 	  .help = "klog's per-severity files in DIR: not written (a warning; use -log_file)" },
-	{ .lo = "log_file", .kind = OPT_STR, .off = K(log_file), .arg = "FILE",
+	{ .lo = "log_file", .seen = SEEN(3), .kind = OPT_STR, .off = K(log_file), .arg = "FILE",
 	  .help = "with -logtostderr=false: append the log to FILE" },
 	{ .lo = "log_file_max_size", .kind = OPT_INT, .off = K(log_file_max_size),
-	  .seen = OPT_SEEN(struct app_klog, seen_log_file_max_size), .min = 0, .max = 1L << 30, .arg = "MB",
+	  .seen = SEEN(4), .min = 0, .max = 1L << 30, .arg = "MB",
 	  .help = "accepted; files are not rotated (a warning with -log_file)" },
-	{ .lo = "stderrthreshold", .kind = OPT_STR, .off = K(stderrthreshold), .arg = "SEV",
+	{ .lo = "stderrthreshold", .seen = SEEN(5), .kind = OPT_STR, .off = K(stderrthreshold), .arg = "SEV",
 	  .help = "with -logtostderr=false: lines of SEV (INFO, WARNING, ERROR) and above also to stderr" },
-	{ .lo = "vmodule", .kind = OPT_STR, .off = K(vmodule), .arg = "PAT=N,...",
+	{ .lo = "vmodule", .seen = SEEN(6), .kind = OPT_STR, .off = K(vmodule), .arg = "PAT=N,...",
 	  .help = "verbosity per source file (globs on featurebox's file names)" },
-	{ .lo = "add_dir_header", .kind = OPT_FLAG, .off = K(add_dir_header),
+	{ .lo = "add_dir_header", .seen = SEEN(7), .kind = OPT_FLAG, .off = K(add_dir_header),
 	  .help = "the source file's directory in each line's header" },
-	{ .lo = "skip_headers", .kind = OPT_FLAG, .off = K(skip_headers), .help = "no header on log lines" },
-	{ .lo = "skip_log_headers", .kind = OPT_FLAG, .off = K(skip_log_headers),
+	{ .lo = "skip_headers", .seen = SEEN(8), .kind = OPT_FLAG, .off = K(skip_headers), .help = "no header on log lines" },
+	{ .lo = "skip_log_headers", .seen = SEEN(9), .kind = OPT_FLAG, .off = K(skip_log_headers),
 	  .help = "no header in log files (featurebox writes none)" },
-	{ .lo = "one_output", .kind = OPT_FLAG, .off = K(one_output),
+	{ .lo = "one_output", .seen = SEEN(10), .kind = OPT_FLAG, .off = K(one_output),
 	  .help = "each line to its severity's file only (featurebox writes one file)" },
-	{ .lo = "log_backtrace_at", .kind = OPT_IGNORE, .off = K(ignored), .min = 0, .arg = "FILE:N",
+	{ .lo = "log_backtrace_at", .seen = SEEN(11), .kind = OPT_IGNORE, .off = K(ignored), .min = 0, .arg = "FILE:N",
 	  .help = "Go stack traces at a log line; a C program has none to print" },
-	{ .lo = "alsologtostderrthreshold", .kind = OPT_STR, .off = K(alsologtostderrthreshold), .arg = "SEV",
+	{ .lo = "alsologtostderrthreshold", .seen = SEEN(12), .kind = OPT_STR, .off = K(alsologtostderrthreshold), .arg = "SEV",
 	  .help = "with -alsologtostderr: only lines of SEV and above to stderr (default INFO)" },
-	{ .lo = "legacy_stderr_threshold_behavior", .kind = OPT_FLAG, .off = K(legacy_stderr_threshold_behavior),
+	{ .lo = "legacy_stderr_threshold_behavior", .seen = SEEN(13), .kind = OPT_FLAG, .off = K(legacy_stderr_threshold_behavior),
 	  .help = "true (the default): -stderrthreshold only with -logtostderr=false" },
 	/* upstream v0.16-v0.17's flags that worker and master shared, gone since */
 	{ .lo = "metrics", .kind = OPT_IGNORE, .off = K(ignored), .min = 1, .arg = "N",
@@ -137,6 +140,11 @@ int app_klog_apply(const struct app_klog *k, struct fb_log *lg, const char *appl
 	char sev[2] = { 'E', 'I' };
 	int fd;
 
+	if (lg->also_fd == STDERR_FILENO && lg->fd > STDERR_FILENO) { /* again, after the config */
+		close(lg->fd);
+		lg->fd = STDERR_FILENO;
+		lg->also_fd = -1;
+	}
 	lg->skip_headers = (unsigned char)(k->skip_headers != 0);
 	lg->dir_header = (unsigned char)(k->add_dir_header != 0);
 	lg->vmodule = k->vmodule && *k->vmodule ? k->vmodule : NULL;
@@ -169,9 +177,35 @@ int app_klog_apply(const struct app_klog *k, struct fb_log *lg, const char *appl
 	lg->also_min = sev[0];
 	if (k->alsologtostderr && strchr("EWI", sev[1]) > strchr("EWI", sev[0]))
 		lg->also_min = sev[1];
-	if (k->seen_log_file_max_size && k->log_file_max_size)
+	if (k->seen[4] && k->log_file_max_size)
 		LOG_W(lg, "-log_file_max_size: %s is not rotated by featurebox (rotate it outside)", k->log_file);
 	return 0;
+}
+
+int app_klog_config(struct app_klog *k, const struct json *cfg, struct fb_log *lg, const char *applet,
+		    const char *prefix)
+{
+	const struct opt_spec spec = { .name = applet, .opts = app_klog_opts, .nopts = APP_KLOG_NKLOG };
+	int n = 0;
+
+	for (int i = 0; i < APP_KLOG_NKLOG; i++) {
+		const struct opt *o = &app_klog_opts[i];
+		char camel[48], shown[80];
+		const char *v;
+		size_t c = 0;
+
+		/* upstream's klogConfigOptName: log_file_max_size -> logFileMaxSize */
+		for (const char *p = o->lo; *p && c + 1 < sizeof(camel); p++)
+			camel[c++] = p[0] == '_' && p[1] ? (char)toupper((unsigned char)*++p) : *p;
+		camel[c] = '\0';
+		if (k->seen[i] || !(v = json_str(json_get(cfg, camel))))
+			continue;
+		snprintf(shown, sizeof(shown), "%s.%s", prefix, camel);
+		if (opt_set_value(&spec, k, o, shown, v) < 0)
+			return -FB_EUSAGE;
+		n++;
+	}
+	return n ? app_klog_apply(k, lg, applet) : 0;
 }
 
 void app_warn_ignored(const struct opt_spec *spec, const void *opts, const struct fb_log *lg)

@@ -38,16 +38,19 @@ void app_serve(struct http_server **srv, struct loop *l, const char *addr, const
  * struct holds one of these; its spec points at app_klog_opts:
  *   .more = app_klog_opts, .nmore = APP_KLOG_NOPTS,
  *   .more_off = offsetof(struct x_opts, klog), .more_title = APP_KLOG_TITLE */
+#define APP_KLOG_NOPTS 20
+#define APP_KLOG_NKLOG 14 /* the first rows of app_klog_opts: klog's own flags */
+
 struct app_klog {
 	int logtostderr, alsologtostderr, add_dir_header, skip_headers, skip_log_headers, one_output;
 	const char *log_dir, *log_file, *vmodule, *stderrthreshold, *alsologtostderrthreshold;
 	long log_file_max_size;
-	int seen_log_file_max_size, seen_logtostderr, legacy_stderr_threshold_behavior;
+	int legacy_stderr_threshold_behavior;
+	int seen[APP_KLOG_NKLOG]; /* row i of app_klog_opts was given (flag, or config) */
 	unsigned ignored; /* OPT_IGNORE bits: -log_backtrace_at, v0.16's -metrics ... */
 };
 
 extern const struct opt app_klog_opts[];
-#define APP_KLOG_NOPTS 20
 #define APP_KLOG_TITLE "upstream's common flags: klog's, and v0.16's (see the README)"
 
 /* klog's defaults: -logtostderr=true, -stderrthreshold=ERROR,
@@ -64,6 +67,18 @@ void app_klog_init(struct app_klog *k);
  * Returns 0, -FB_EUSAGE (a bad -stderrthreshold) or -FB_EIO (-log_file
  * cannot be opened), the reason printed. */
 int app_klog_apply(const struct app_klog *k, struct fb_log *lg, const char *applet);
+
+/* Upstream's core.klog (worker) / klog (master) config keys: each klog
+ * flag by its camelCase name (logFile for -log_file), applied where the
+ * command line did not give that flag (it wins, as upstream's
+ * MergeKlogConfiguration), and then put into effect on lg (app_klog_apply
+ * again) when any was. cfg maps names to strings (NULL: none); "v" is left
+ * to the caller. prefix names the keys in messages ("core.klog"). Returns
+ * app_klog_apply's results; -FB_EUSAGE also for a value that is no value of
+ * its flag, printed with the key's name. */
+struct json;
+int app_klog_config(struct app_klog *k, const struct json *cfg, struct fb_log *lg, const char *applet,
+		    const char *prefix);
 
 /* Warns once for each OPT_IGNORE option of spec (both tables) whose bit is
  * set in the mask it writes to: "-NAME is accepted and ignored: HELP". */

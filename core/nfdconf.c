@@ -89,6 +89,7 @@ void nfdconf_free(struct nfd_worker_config *cfg)
 	free(cfg->kernel.kconfig_file_own_);
 	json_free(cfg->custom);
 	json_free(cfg->fake);
+	json_free(cfg->core.klog);
 	nfdconf_init(cfg);
 }
 
@@ -188,6 +189,8 @@ static const struct field klog_fields[] = {
 	{ "logtostderr", K_SCALAR, 0, NULL, 0 }, { "skipHeaders", K_SCALAR, 0, NULL, 0 },
 	{ "skipLogHeaders", K_SCALAR, 0, NULL, 0 }, { "stderrthreshold", K_SCALAR, 0, NULL, 0 },
 	F("v", K_KLOGV, core.klog_v), { "vmodule", K_SCALAR, 0, NULL, 0 },
+	{ "oneOutput", K_SCALAR, 0, NULL, 0 }, { "alsologtostderrthreshold", K_SCALAR, 0, NULL, 0 },
+	{ "legacyStderrThresholdBehavior", K_SCALAR, 0, NULL, 0 },
 	{ NULL, K_OBJ, 0, NULL, 0 },
 };
 
@@ -643,6 +646,29 @@ static int fake_apply(struct json **dst, const struct json *layer, struct walk *
 	return 0;
 }
 
+/* core.klog / klog: every scalar member as a string into *dst (made on
+ * first use; a later layer's keys replace an earlier one's), for
+ * app_klog_config. What is no mapping, or no scalar, is not kept (the walk
+ * has refused or ignored it). */
+static int klog_store(const struct json *j, struct json **dst)
+{
+	int oom = 0;
+
+	if (json_type(j) != JSON_OBJECT)
+		return 0;
+	if (!*dst && !(*dst = json_new_object()))
+		return -FB_ENOMEM;
+	for (const struct json *c = json_child(j); c && !oom; c = json_next(c)) {
+		char *tofree;
+		const char *v = scalar_text(c, &tofree, &oom);
+
+		if (v && json_set_str(*dst, json_key(c), v) < 0)
+			oom = 1;
+		free(tofree);
+	}
+	return oom ? -FB_ENOMEM : 0;
+}
+
 static int do_fake(struct walk *w, const struct json *j)
 {
 	return fake_apply(w->apply ? &w->cfg->fake : NULL, j, w);
@@ -656,9 +682,14 @@ static int do_field(struct walk *w, const struct field *f, const struct json *j)
 	int rc = 0, oom = 0;
 
 	switch (f->kind) {
+	case K_KLOG:
+		rc = w->master ? walk_master(w, j, f->sub, f->flags) : walk_obj(w, j, f->sub, 1);
+		if (rc == 0 && w->apply)
+			rc = klog_store(j, w->master ? &((struct nfd_master_config *)w->base)->klog
+						  : &w->cfg->core.klog);
+		return rc;
 	case K_OBJ:
 	case K_MAP:
-	case K_KLOG:
 		if (w->master)
 			return walk_master(w, j, f->sub, f->flags);
 		return walk_obj(w, j, f->sub, f->kind != K_OBJ);
@@ -867,7 +898,7 @@ static const struct field m_top_fields[] = {
 	MSUB("leaderElection", m_le_fields, F_LENIENT),
 	{ "nfdApiParallelism", M_IGNORE, 0, NULL, 0 }, /* the flag's business */
 	M("informerPageSize", M_PAGE, page_size),
-	MSUB("klog", m_klog_fields, F_LENIENT),
+	{ "klog", K_KLOG, 0, m_klog_fields, F_LENIENT },
 	MSUB("restrictions", m_restr_fields, F_STRICT),
 	/* v0.17-v0.18: false is DisableAutoPrefix, which is not implemented */
 	M("autoDefaultNs", M_AUTONS, auto_default_ns),
@@ -1030,6 +1061,8 @@ void nfdconf_master_free(struct nfd_master_config *c)
 	free(c->whitelist_own_);
 	c->whitelist_own_ = NULL;
 	c->whitelist = NULL;
+	json_free(c->klog);
+	c->klog = NULL;
 }
 
 int nfdconf_master_apply_yaml(struct nfd_master_config *c, const char *text, size_t len, const char *what,

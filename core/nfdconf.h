@@ -57,6 +57,7 @@ struct nfd_worker_config {
 		struct nfd_strlist no_publish_features; /* [] */
 		struct nfd_strlist owner_refs;       /* [pod, ds] */
 		int klog_v;                          /* 0 */
+		struct json *klog;                   /* core.klog as strings (app_klog_config), or NULL */
 		char *label_whitelist_own_;
 	} core;
 	struct {
@@ -144,6 +145,7 @@ struct nfd_master_config {
 	long long resync_ms, lease_ms, renew_ms, retry_ms; /* 1h, 15s, 10s, 2s */
 	long page_size;                       /* informerPageSize: 50 */
 	long klog_v;                          /* klog.v, when have_klog_v */
+	struct json *klog;                    /* klog: every key as a string (app_klog_config), or NULL */
 	int have_klog_v;
 	char *whitelist_own_;
 };

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
@@ -265,6 +266,15 @@ static int opt_set(const struct opt_spec *spec, char *base, const struct opt *o,
 	if (o->seen)
 		*(int *)(base + o->seen - 1) = 1;
 	return 0;
+}
+
+int opt_set_value(const struct opt_spec *spec, void *base, const struct opt *o, const char *shown,
+		  const char *value)
+{
+	if (o->kind == OPT_LIST || o->kind == OPT_STRS)
+		return -FB_EINVAL;
+	/* the string kinds only borrow it; the others read it */
+	return opt_set(spec, base, o, shown, (char *)(uintptr_t)value);
 }
 
 static int takes_value(const struct opt *o)

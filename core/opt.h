@@ -86,6 +86,14 @@ int opt_parse_only(const struct opt_spec *spec, void *opts, int argc, char **arg
  * nanoseconds (about 292 years). */
 int opt_parse_duration(const char *s, long long *ns);
 
+/* Sets option o (a row of one of spec's tables; base: the struct its
+ * offsets are into) from value as "--NAME=value" would, shown naming the
+ * value's origin in a message (a config key, say). value is borrowed by the
+ * string kinds; the list kinds are refused (-FB_EINVAL). Returns 0 or
+ * -FB_EUSAGE after printing "NAME: SHOWN: problem". */
+int opt_set_value(const struct opt_spec *spec, void *base, const struct opt *o, const char *shown,
+		  const char *value);
+
 /* Prints the usage text and the generated option list to stdout. */
 void opt_help(const struct opt_spec *spec);
 

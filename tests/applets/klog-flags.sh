@@ -54,4 +54,27 @@ $NW -v=0 >/dev/null 2>"$W/v0.err"
 $NW -v=0 -vmodule='nfdsrc_k*=5' >/dev/null 2>"$W/v5.err"
 testing "-vmodule: a pattern raises one file's verbosity" \
 	"[ \$(grep -c nfdsrc_kernel.c $W/v5.err) -gt \$(grep -c nfdsrc_kernel.c $W/v0.err) ] && echo more; [ \$(grep -v -c nfdsrc_kernel.c $W/v5.err) = \$(grep -v -c nfdsrc_kernel.c $W/v0.err) ] && echo same" "more\nsame\n"
+
+# The config file's core.klog (worker) and klog (master): each klog flag by
+# its camelCase name, where the command line did not give it (upstream's
+# MergeKlogConfiguration). Lines logged while the file is read follow the
+# command line; what comes after, the merged settings.
+CW="$FB nfd-worker --node-name node1 --host-prefix $W/pi/ --features-dir $W/fd --oneshot --no-publish"
+printf 'core:\n  klog:\n    skipHeaders: true\n    addDirHeader: "false"\n' >"$W/k1.conf"
+testing "core.klog.skipHeaders: true: lines after the file without a header" \
+	"$CW --config $W/k1.conf >/dev/null 2>$W/k1.err; grep -c -E '$HDR' $W/k1.err; grep -c -v -E '$HDR' $W/k1.err | grep -qv '^0' && echo headerless" "0\nheaderless\n"
+testing "... -skip_headers=false on the command line wins" \
+	"$CW --config $W/k1.conf -skip_headers=false >/dev/null 2>$W/k2.err; grep -c -v -E '$HDR' $W/k2.err" "0\n"
+printf 'core:\n  klog:\n    logtostderr: false\n    logFile: %s\n    stderrthreshold: ERROR\n' "$W/k3.log" >"$W/k3.conf"
+testing "core.klog.logtostderr false + logFile: the lines after the file go to it" \
+	"$CW --config $W/k3.conf -v=2 >/dev/null 2>$W/k3.err; [ -s $W/k3.log ] && echo written; grep -c -v '^E' $W/k3.err" "written\n0\n"
+printf 'core:\n  klog:\n    logFileMaxSize: lots\n' >"$W/k4.conf"
+testing "core.klog.logFileMaxSize that is no number: exit 2, naming the key" \
+	"$CW --config $W/k4.conf >/dev/null 2>$W/k4.err; echo \$?; grep -c \"core.klog.logFileMaxSize: 'lots' is not an integer\" $W/k4.err" "2\n1\n"
+printf 'klog:\n  skipHeaders: true\n' >"$W/m1.conf"
+testing "nfd-master klog.skipHeaders: true (then the missing kubeconfig, without a header)" \
+	"$FB nfd-master --config $W/m1.conf --kubeconfig $W/no-such-kubeconfig >/dev/null 2>$W/m1.err; echo \$?; grep -c -E '$HDR' $W/m1.err" "1\n0\n"
+printf 'klog:\n  stderrthreshold: LOUD\n' >"$W/m2.conf"
+testing "nfd-master klog.stderrthreshold of no severity: exit 2, naming it" \
+	"$FB nfd-master --config $W/m2.conf --kubeconfig $W/no-such-kubeconfig >/dev/null 2>$W/m2.err; echo \$?; grep -c \"stderrthreshold: 'LOUD'\" $W/m2.err" "2\n1\n"
 done_testing
