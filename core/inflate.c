@@ -381,6 +381,7 @@ static int member_header(struct inf *s, int first)
 
 static int member(struct inf *s, int first)
 {
+	uint32_t crc;
 	size_t n;
 	int rc;
 
@@ -392,7 +393,9 @@ static int member(struct inf *s, int first)
 	if (s->len - s->pos < 8)
 		return fail(s, "truncated gzip trailer");
 	n = s->out.len - s->start;
-	if (le32(s->in + s->pos) != crc32_update(0, (const unsigned char *)s->out.p + s->start, n))
+	/* no output may mean no buffer yet, and NULL + 0 is undefined */
+	crc = n ? crc32_update(0, (const unsigned char *)s->out.p + s->start, n) : 0;
+	if (le32(s->in + s->pos) != crc)
 		return fail(s, "CRC-32 mismatch");
 	if (le32(s->in + s->pos + 4) != (uint32_t)n)
 		return fail(s, "length (ISIZE) mismatch");
