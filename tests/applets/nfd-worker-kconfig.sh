@@ -105,9 +105,9 @@ testing "proc/config.gz of two members: both read" "config multi" "$CONFIG"
 
 # 6. kconfigFile: a path of the worker's own filesystem, gunzipped when it
 # ends in .gz; a bad one falls back to the search list.
-gzip -n -c "$W/boot-config" >"$W/own-config.gz"
+printf 'CONFIG_NO_HZ=y\nCONFIG_FROM_KCONFIGFILE=y\n' | gzip -n >"$W/own-config.gz"
 testing "kconfigFile naming a .gz file: gunzipped, before proc/config.gz" \
-	"config both --options '{\"sources\":{\"kernel\":{\"kconfigFile\":\"$W/own-config.gz\"}}}'" "FROM_BOOT=y\nNO_HZ=y\n"
+	"config both --options '{\"sources\":{\"kernel\":{\"kconfigFile\":\"$W/own-config.gz\"}}}'" "FROM_KCONFIGFILE=y\nNO_HZ=y\n"
 cp "$W/boot-config" "$W/own-config-plain.gz"
 testing "kconfigFile .gz that is not gzip: warning, then proc/config.gz" \
 	"config both --options '{\"sources\":{\"kernel\":{\"kconfigFile\":\"$W/own-config-plain.gz\"}}}'; $NW --host-prefix $W/both/ --label-sources=kernel --options '{\"sources\":{\"kernel\":{\"kconfigFile\":\"$W/own-config-plain.gz\"}}}' 2>&1 >/dev/null | grep -c 'own-config-plain.gz: not in gzip format'" \
