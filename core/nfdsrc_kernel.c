@@ -3,6 +3,8 @@
 #include "nfdsrc_internal.h"
 
 #include "buf.h"
+#include "hostfs.h"
+#include "inflate.h"
 #include "sysfs.h"
 
 #include <ctype.h>
@@ -77,39 +79,70 @@ static int kernel_version(const char *raw, struct features *f, struct json *labe
 	return 0;
 }
 
-/* Reads the first kernel config of upstream's search list that exists. */
+/* Whether Go's filepath.Ext(path) is ".gz": the last element's name, from
+ * its last dot, is exactly that. */
+static int is_gz(const char *path)
+{
+	const char *base = strrchr(path, '/'), *dot;
+
+	base = base ? base + 1 : path;
+	dot = strrchr(base, '.');
+	return dot && strcmp(dot, ".gz") == 0;
+}
+
+/* *buf (len bytes read from path, or the read's error) gunzipped in its
+ * place, under the cap of a plain config. A bad file is logged, as upstream
+ * would say nothing and go on to the next config of its list. */
+static ssize_t kconfig_gunzip(char **buf, ssize_t len, const char *path, const struct fb_log *lg)
+{
+	struct fb_errinfo ei;
+	char msg[1280], *out;
+	ssize_t n;
+
+	if (len < 0)
+		return len;
+	fb_errinfo_init(&ei);
+	n = inflate_gzip(*buf, (size_t)len, FILE_CAP - 1, &out, path, &ei);
+	free(*buf);
+	*buf = out;
+	if (n < 0 && n != -FB_ENOMEM)
+		NLOG_W(lg, "kernel: %s; trying the next kernel config",
+		       fb_errinfo_str(&ei, msg, sizeof(msg)));
+	return n;
+}
+
+/* Reads the first kernel config of upstream's search list that can be read:
+ * the kconfigFile option (a path of the worker's own filesystem, as
+ * upstream), /proc/config.gz, then the plain files. A name ending in .gz is
+ * gunzipped. */
 static ssize_t kconfig_read(const struct hostfs *h, const struct nfdsrc_config *c,
 			    const char *ver, char **out, const struct fb_log *lg)
 {
 	static const char *const with_ver[] = {
+		"proc/config.gz",
 		"usr/src/linux-%s/.config", "usr/src/linux-rt-%s/.config", "usr/src/linux/.config",
 		"usr/lib/modules/%s/config", "usr/lib/ostree-boot/config-%s",
 		"usr/lib/kernel/config-%s", "usr/src/linux-headers-%s/.config",
 		"lib/modules/%s/build/.config", "usr/src/linux-rt-headers-%s/.config",
 		"boot/config-%s",
 	};
-	static const char *const no_ver[] = { "usr/src/linux/.config" };
+	static const char *const no_ver[] = { "proc/config.gz", "usr/src/linux/.config" };
 	const char *const *list = ver ? with_ver : no_ver;
-	size_t n = ver ? sizeof(with_ver) / sizeof(with_ver[0]) : 1;
+	size_t n = ver ? sizeof(with_ver) / sizeof(with_ver[0]) : 2;
 	const char *cfg = c->kernel_kconfig_file;
-	char rel[PATH_MAX];
+	char rel[PATH_MAX], path[PATH_MAX];
 	ssize_t len;
 
 	*out = NULL;
 	if (cfg && cfg[0]) {
-		size_t cl = strlen(cfg);
-
-		if (cl > 3 && strcmp(cfg + cl - 3, ".gz") == 0) {
-			NLOG_I(lg, "kernel: kconfigFile %s is gzipped, which is not supported; "
-				   "searching for a plain config", cfg);
-		} else {
-			/* a path of the worker's own filesystem, as upstream */
-			len = sysfs_read_alloc(AT_FDCWD, cfg, FILE_CAP, out);
-			if (len >= 0 || len == -FB_ENOMEM)
-				return len;
-		}
+		len = sysfs_read_alloc(AT_FDCWD, cfg, FILE_CAP, out);
+		if (is_gz(cfg))
+			len = kconfig_gunzip(out, len, cfg, lg);
+		if (len >= 0 || len == -FB_ENOMEM)
+			return len;
+		free(*out);
+		*out = NULL;
 	}
-	NLOG_V(lg, 2, "kernel: /proc/config.gz skipped (gzip is not supported)");
 	for (size_t i = 0; i < n; i++) {
 		/* the format is one of the fixed strings above */
 #pragma GCC diagnostic push
@@ -118,8 +151,12 @@ static ssize_t kconfig_read(const struct hostfs *h, const struct nfdsrc_config *
 			continue;
 #pragma GCC diagnostic pop
 		len = nfdsrc_host_file_(h, rel, out);
+		if (is_gz(rel) && hostfs_resolve(h, rel, path, sizeof(path)) >= 0)
+			len = kconfig_gunzip(out, len, path, lg);
 		if (len >= 0 || len == -FB_ENOMEM)
 			return len;
+		free(*out);
+		*out = NULL;
 	}
 	return -FB_ENOENT;
 }
