@@ -22,7 +22,7 @@ int hostfs_setup(struct hostfs *h, const char *prefix)
 	if (!prefix) {
 		struct stat st;
 
-		prefix = stat("/host-sys", &st) == 0 && S_ISDIR(st.st_mode) ? "/host-" : "/";
+		prefix = stat("/host-sys", &st) == 0 && S_ISDIR(st.st_mode) ? HOSTFS_POD_PREFIX : "/";
 	}
 	if (strlen(prefix) >= sizeof(h->prefix))
 		return -FB_E2BIG;

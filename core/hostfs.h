@@ -13,6 +13,9 @@ struct hostfs {
 	char prefix[HOSTFS_PREFIX_MAX];
 };
 
+/* The prefix in upstream's pod layout (the host's /sys at /host-sys ...). */
+#define HOSTFS_POD_PREFIX "/host-"
+
 /* Cannot fail: prefix "/". */
 void hostfs_init(struct hostfs *h);
 

@@ -124,4 +124,14 @@ else
 	skip "this host's /proc/config.gz" "no readable /proc/config.gz here"
 fi
 
+# 8. In upstream's pod layout (prefix /host-) the worker reads its own
+# /proc/config.gz, the running kernel's, as upstream does: our manifests
+# mount only a few files of the host's /proc. Elsewhere the prefix's.
+testing "prefix /host-: /proc/config.gz itself is tried first" \
+	"$NW --host-prefix /host- --label-sources=kernel -v=3 2>&1 >/dev/null | grep 'kernel: trying' | head -n 1 | sed 's/.*kernel: //'" \
+	"trying /proc/config.gz (the running kernel's, in a pod)\n"
+testing "a fixture prefix: its own proc/config.gz" \
+	"$NW --host-prefix $W/both/ --label-sources=kernel -v=3 2>&1 >/dev/null | grep 'kernel: trying' | head -n 1 | sed 's/.*kernel: //'" \
+	"trying $W/both/proc/config.gz\n"
+
 done_testing
