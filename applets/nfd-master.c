@@ -53,7 +53,8 @@
  * - Lists are paged by 50 unless --informer-page-size says otherwise
  *   (upstream: 200): a page of 10-20 KiB NodeFeatures is about 100 KiB each
  *   once parsed, and the page is the biggest thing the master holds.
- * - --gc-interval is ours (upstream's nfd-gc has -gc-interval).
+ * - --gc-interval is ours (upstream's nfd-gc has -gc-interval); 0 turns the
+ *   master's collection off, for upstream's layout with an nfd-gc Deployment.
  * - restrictions.nodeFeatureNamespaceSelector is a labelSelector on the
  *   Namespace list and watch (the API server matches; upstream lists every
  *   namespace and matches itself): a namespace that starts or stops matching
@@ -326,8 +327,9 @@ static void gc(struct master *m)
 	const struct informer *in = &m->inf[INF_NODE].i;
 
 	/* only on a fresh view of the Nodes: a failing list or watch leaves
-	 * "exists" stale, and new nodes would look deleted */
-	if (!synced(m) || !may_write(m) || informer_failing(in) || !informer_watching(in))
+	 * "exists" stale, and new nodes would look deleted; --gc-interval=0:
+	 * never (nfd-gc collects) */
+	if (m->gc_ms <= 0 || !synced(m) || !may_write(m) || informer_failing(in) || !informer_watching(in))
 		return;
 	for (size_t i = 0; i < m->st.nodes.cap;) {
 		struct nfstore_node *n = m->st.nodes.s[i].val;
@@ -754,8 +756,8 @@ static const struct opt master_optv[] = {
 	  .help = "compute and log, write nothing" },
 	{ .lo = "resync-period", .kind = OPT_DUR, .off = MO(resync), .seen = OPT_SEEN(struct master_opts, seen_resync),
 	  .min = 1000, .arg = "DUR", .help = "update every node this often (default 1h)" },
-	{ .lo = "gc-interval", .kind = OPT_DUR, .off = MO(gc_interval), .min = 1000, .arg = "DUR",
-	  .help = "delete NodeFeatures of deleted nodes this often (default 1h)" },
+	{ .lo = "gc-interval", .kind = OPT_DUR, .off = MO(gc_interval), .min = 0, .arg = "DUR",
+	  .help = "delete NodeFeatures of deleted nodes this often (default 1h; 0: not at all, nfd-gc does)" },
 	{ .lo = "informer-page-size", .kind = OPT_INT, .off = MO(page_size),
 	  .seen = OPT_SEEN(struct master_opts, seen_page), .min = 0, .max = 100000, .arg = "N",
 	  .help = "list page size (default 50; 0: no paging)" },
@@ -901,6 +903,10 @@ static int master_configure(struct master *m, struct master_run *r)
 	if (m->resync_ms < 1000)
 		m->resync_ms = 1000;
 	m->gc_ms = o->gc_interval;
+	if (m->gc_ms > 0 && m->gc_ms < 1000) {
+		fprintf(stderr, "nfd-master: --gc-interval: at least 1s, or 0 (no garbage collection here)\n");
+		return 2;
+	}
 	m->pol.instance = o->instance;
 	m->pol.extra_ns = r->extra_v;
 	list_join(&c->extra_ns, &o->extra, r->extra_v, &m->pol.n_extra);
@@ -1057,7 +1063,8 @@ int nfd_master_main(int argc, char **argv)
 		goto out;
 	loop_timer(m.l, 0, on_start, &m);
 	loop_timer(m.l, m.resync_ms, on_resync, &m);
-	loop_timer(m.l, m.gc_ms, on_gc, &m);
+	if (m.gc_ms > 0) /* 0: nfd-gc collects (upstream's layout) */
+		loop_timer(m.l, m.gc_ms, on_gc, &m);
 	loop_run(m.l);
 	LOG_I(&m.log, "stopping (signal %d)", loop_signal(m.l));
 	ret = 0;

@@ -138,7 +138,7 @@ mutate "a missing ServiceAccount" base/apps/nfd-master/deployment.yaml \
 	"ServiceAccount node-feature-discovery/nfd-master-typo is not defined here"
 [ ${#fbbin[@]} -gt 0 ] && mutate "an option nfd-master does not have" base/apps/nfd-master/deployment.yaml \
 	'- --enable-leader-election' '- --leader-elect' \
-	"Deployment/nfd-master nfd-master: nfd-master --port=8080 --leader-elect exits 2"
+	"Deployment/nfd-master nfd-master: nfd-master --port=8080 --leader-elect --gc-interval=0 exits 2"
 mutate "gpu-node-agent bound to the master's role" base/rbac/gpu-node-agent/rbac.yaml \
 	'  kind: ClusterRole\n  name: featurebox-gpu-node-agent\n' \
 	'  kind: ClusterRole\n  name: featurebox-nfd-master\n' \

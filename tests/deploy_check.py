@@ -80,6 +80,9 @@ EXPECTED = {
         ([""], ["nodes/status"], ["patch"]),
         (["nfd.k8s-sigs.io"], ["nodefeatures"], ["get", "list", "watch", "delete"]),
         (["nfd.k8s-sigs.io"], ["nodefeaturerules"], ["get", "list", "watch"]))),
+    ("ClusterRole", "featurebox-nfd-gc"): ("nfd-gc", rules(
+        ([""], ["nodes"], ["get", "list"]),
+        (["nfd.k8s-sigs.io"], ["nodefeatures"], ["list", "delete"]))),
     ("Role", "nfd-master"): ("nfd-master", rules(
         (["coordination.k8s.io"], ["leases"], ["create"]),
         (["coordination.k8s.io"], ["leases"], ["get", "update"], ["nfd-master.nfd.kubernetes.io"]))),
@@ -226,8 +229,10 @@ class Checker:
                     continue
                 env = {e.get("name"): ((e.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
                        for e in c.get("env") or []}
+                # nfd-gc works on the whole cluster: no node, no owner
+                gc = "nfd-gc" in (c.get("command") or [])
                 for k, path in DOWNWARD.items():
-                    if o["kind"] == "Job" and k != "NODE_NAME":
+                    if (o["kind"] == "Job" and k != "NODE_NAME") or gc:
                         continue
                     if env.get(k) != path:
                         errs.append("%s: %s not from the downward API (%s)" % (n, k, path))
