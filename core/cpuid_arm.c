@@ -35,7 +35,7 @@ static const char *const arm_hwcap[] = {
 };
 static const char *const arm_hwcap2[] = { "AES", "PMULL", "SHA1", "SHA2", "CRC32" };
 
-#define HWCAP_CPUID (1u << 11)
+#define ARM64_HWCAP_CPUID (1u << 11) /* the kernel emulates MRS of the ID registers */
 
 /* the library's MIDR implementer table */
 static const struct {
@@ -66,7 +66,7 @@ void cpuid_arm_detect_(const struct cpuid_dump *d, struct cpuid_info *out)
 	}
 	caps(out, d->hwcap, arm64_hwcap, sizeof(arm64_hwcap) / sizeof(arm64_hwcap[0]));
 	caps(out, d->hwcap2, arm64_hwcap2, sizeof(arm64_hwcap2) / sizeof(arm64_hwcap2[0]));
-	if (!(d->hwcap & HWCAP_CPUID) || !d->have_midr)
+	if (!(d->hwcap & ARM64_HWCAP_CPUID) || !d->have_midr)
 		return;
 	for (size_t i = 0; i < sizeof(implementers) / sizeof(implementers[0]); i++)
 		if (((d->midr >> 24) & 0xff) == implementers[i].code)
@@ -81,7 +81,7 @@ int cpuid_arm_self_(struct cpuid_dump *d)
 	d->arch = CPUID_ARM64;
 	d->hwcap = getauxval(AT_HWCAP);
 	d->hwcap2 = getauxval(AT_HWCAP2);
-	if (d->hwcap & HWCAP_CPUID) {
+	if (d->hwcap & ARM64_HWCAP_CPUID) {
 		uint64_t midr;
 
 		__asm__ volatile("mrs %0, MIDR_EL1" : "=r"(midr));
