@@ -1,6 +1,25 @@
-/* nfdsrc cpu: cpu.* from <proc>/cpuinfo and <sys>/devices/system/cpu
- * (upstream source/cpu; the deviations are in nfdsrc.c). */
+/* nfdsrc cpu: cpu.* as upstream's source/cpu publishes them. cpu.cpuid,
+ * cpu.model and cpu.rdt come from the CPU itself (core/cpuid: CPUID and
+ * XGETBV on x86, the auxiliary vector and MIDR_EL1 on arm; nfdsrc_cpuid.c
+ * says how tests give a register dump instead); the rest from
+ * <sys>/devices/system/cpu and friends. /proc/cpuinfo is not read: nothing
+ * upstream publishes needs it.
+ *
+ * Which sources run is decided by the CPU's architecture, as upstream's
+ * build tags do: cstate, pstate, rdt and security exist on x86 only.
+ *
+ * Upstream's GetLabels also looks for <sys>/sys/devices/cpu_atom/cpus and
+ * cpu_core/cpus (hybrid parts) to label cpu-cpu_atom and cpu-cpu_core, but
+ * joins "sys" onto a root that already ends in /sys, so the files never
+ * exist on a real host and upstream never publishes those labels; neither
+ * do we.
+ *
+ * Deviation: RDTL3CA_NUM_CLOSID reads <sys>/fs/resctrl/info/L3/num_closids,
+ * where upstream (runc's intelrdt) finds the resctrl mount in the worker's
+ * own mount table. */
 #include "nfdsrc_internal.h"
+
+#include "cpuid.h"
 
 #include "sysfs.h"
 
@@ -14,144 +33,42 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int cmp_cstr(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static void parse_cpuinfo(char *buf, struct nfdsrc_cpuinfo *ci)
+/* cpu.rdt (x86): upstream's CPUID reads, and the number of L3 classes of
+ * service less the default one. */
+static int cpu_rdt(const struct hostfs *h, const struct cpuid_info *ci, struct features *f)
 {
 	static const struct {
-		const char *key;
-		size_t off;
-	} keys[] = {
-		{ "vendor_id", offsetof(struct nfdsrc_cpuinfo, vendor) },
-		{ "cpu family", offsetof(struct nfdsrc_cpuinfo, family) },
-		{ "model", offsetof(struct nfdsrc_cpuinfo, model) },
-		{ "flags", offsetof(struct nfdsrc_cpuinfo, flags) },
-		{ "siblings", offsetof(struct nfdsrc_cpuinfo, siblings) },
-		{ "cpu cores", offsetof(struct nfdsrc_cpuinfo, cores) },
-		{ "Features", offsetof(struct nfdsrc_cpuinfo, features) },
-		{ "CPU implementer", offsetof(struct nfdsrc_cpuinfo, implementer) },
-		{ "CPU variant", offsetof(struct nfdsrc_cpuinfo, variant) },
-		{ "CPU part", offsetof(struct nfdsrc_cpuinfo, part) },
-		{ "CPU revision", offsetof(struct nfdsrc_cpuinfo, revision) },
-	};
-	char *line = buf, *next;
+		unsigned bit;
+		const char *name;
+	} rdt[] = { { CPUID_RDTMON, "RDTMON" }, { CPUID_RDTCMT, "RDTCMT" }, { CPUID_RDTMBM, "RDTMBM" },
+		    { CPUID_RDTL3CA, "RDTL3CA" }, { CPUID_RDTL2CA, "RDTL2CA" }, { CPUID_RDTMBA, "RDTMBA" } };
+	char buf[ATTR_SIZE];
+	int rc;
 
-	memset(ci, 0, sizeof(*ci));
-	for (; line && *line; line = next) {
-		char *colon, *end;
+	if ((rc = features_ensure(f, FEATURES_ATTRIBUTES, "cpu.rdt")) < 0)
+		return rc;
+	for (size_t i = 0; i < sizeof(rdt) / sizeof(rdt[0]); i++)
+		if ((ci->rdt & rdt[i].bit) && (rc = features_attr(f, "cpu.rdt", rdt[i].name, "true")) < 0)
+			return rc;
+	if ((ci->rdt & CPUID_RDTL3CA) &&
+	    nfdsrc_host_attr_(h, "sys/fs/resctrl/info/L3/num_closids", buf, sizeof(buf)) > 0) {
+		long n = nfdsrc_num_(buf, 10, -1);
 
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		if (!(colon = strchr(line, ':')))
-			continue;
-		*colon = '\0';
-		end = colon;
-		while (end > line && nfdsrc_is_space_(end[-1]))
-			*--end = '\0';
-		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-			const char **slot = (const char **)((char *)ci + keys[i].off);
-
-			if (!*slot && strcmp(line, keys[i].key) == 0) {
-				nfdsrc_trim_(colon + 1);
-				*slot = colon + 1;
-			}
+		if (n >= 0) {
+			snprintf(buf, sizeof(buf), "%ld", n - 1);
+			if ((rc = features_attr(f, "cpu.rdt", "RDTL3CA_NUM_CLOSID", buf)) < 0)
+				return rc;
 		}
 	}
-}
-
-
-/* klauspost's MIDR implementer table (arm64) */
-static const struct {
-	unsigned code;
-	const char *name;
-} arm_vendors[] = {
-	{ 0xc0, "Ampere" }, { 0x41, "ARM" }, { 0x42, "Broadcom" }, { 0x43, "Cavium" },
-	{ 0x44, "DEC" }, { 0x46, "Fujitsu" }, { 0x49, "Infineon" }, { 0x4d, "Motorola" },
-	{ 0x4e, "NVIDIA" }, { 0x50, "AMCC" }, { 0x51, "Qualcomm" }, { 0x56, "Marvell" },
-	{ 0x69, "Intel" },
-};
-
-/* cpu.model: x86 from cpuinfo, arm64 from MIDR_EL1 as klauspost decodes it
- * (only readable when the kernel exposes the CPUID hwcap), else unknown. */
-static int cpu_model(const struct hostfs *h, const struct nfdsrc_cpuinfo *ci, enum nfdsrc_cpu_flavour fl,
-		     const struct nfdsrc_strset *flags, char *vendor, size_t vsize, char *family,
-		     char *model)
-{
-	unsigned long midr = 0;
-	char buf[ATTR_SIZE];
-	int have = 0;
-
-	snprintf(vendor, vsize, "VendorUnknown");
-	strcpy(family, "0");
-	strcpy(model, "0");
-	if (fl == CPU_X86) {
-		snprintf(vendor, vsize, "%s", nfdsrc_x86_vendor_(ci->vendor));
-		snprintf(family, 24, "%ld", nfdsrc_num_(ci->family, 10, 0));
-		snprintf(model, 24, "%ld", nfdsrc_num_(ci->model, 10, 0));
-		return 0;
-	}
-	if (fl != CPU_ARM64 || !nfdsrc_set_has_(flags, "CPUID"))
-		return 0;
-	if (nfdsrc_host_attr_(h, "sys/devices/system/cpu/cpu0/regs/identification/midr_el1", buf,
-		      sizeof(buf)) > 0 && sysfs_parse_hex(buf, &midr) == 0) {
-		have = 1;
-	} else if (ci->implementer && ci->part) {
-		/* the architecture field of every AArch64 MIDR is 0xf */
-		midr = ((unsigned long)nfdsrc_num_(ci->implementer, 0, 0) & 0xff) << 24 |
-		       ((unsigned long)nfdsrc_num_(ci->variant, 0, 0) & 0xf) << 20 | 0xful << 16 |
-		       ((unsigned long)nfdsrc_num_(ci->part, 0, 0) & 0xfff) << 4 |
-		       ((unsigned long)nfdsrc_num_(ci->revision, 0, 0) & 0xf);
-		have = 1;
-	}
-	if (!have)
-		return 0;
-	for (size_t i = 0; i < sizeof(arm_vendors) / sizeof(arm_vendors[0]); i++)
-		if (((midr >> 24) & 0xff) == arm_vendors[i].code)
-			snprintf(vendor, vsize, "%s", arm_vendors[i].name);
-	snprintf(family, 24, "%lu", (midr >> 16) & 0xff);
-	snprintf(model, 24, "%lu", midr & 0xffff);
 	return 0;
 }
 
-/* Upstream asks CPUID leaf 0x40000000 for the hypervisor's signature; the
- * kernel's choice of clocksource and the DMI vendor say the same here. */
-static void hypervisor(const struct hostfs *h, int vm, char *out, size_t size)
+static int has_flag(const struct cpuid_info *ci, const char *name)
 {
-	static const struct {
-		const char *clock, *name;
-	} clocks[] = { { "kvm-clock", "kvm" }, { "hyperv_clocksource", "msvm" }, { "xen", "xenhvm" } };
-	static const struct {
-		const char *vendor, *name;
-	} dmi[] = { { "VMware, Inc.", "vmware" }, { "BHYVE", "bhyve" }, { "QEMU", "qemu" },
-		    { "Microsoft Corporation", "msvm" }, { "Xen", "xenhvm" } };
-	char buf[ATTR_SIZE], tok[64];
-
-	snprintf(out, size, "%s", vm ? "unknown" : "none");
-	if (!vm)
-		return;
-	if (nfdsrc_host_attr_(h, "sys/hypervisor/type", buf, sizeof(buf)) > 0 && strcmp(buf, "xen") == 0) {
-		snprintf(out, size, "xenhvm");
-		return;
-	}
-	if (nfdsrc_host_attr_(h, "sys/devices/system/clocksource/clocksource0/available_clocksource", buf,
-		      sizeof(buf)) > 0) {
-		for (const char *p = buf; (p = nfdsrc_next_tok_(p, tok, sizeof(tok)));)
-			for (size_t i = 0; i < sizeof(clocks) / sizeof(clocks[0]); i++)
-				if (strncmp(tok, clocks[i].clock, strlen(clocks[i].clock)) == 0) {
-					snprintf(out, size, "%s", clocks[i].name);
-					return;
-				}
-	}
-	if (nfdsrc_host_attr_(h, "sys/devices/virtual/dmi/id/sys_vendor", buf, sizeof(buf)) > 0)
-		for (size_t i = 0; i < sizeof(dmi) / sizeof(dmi[0]); i++)
-			if (strcmp(buf, dmi[i].vendor) == 0) {
-				snprintf(out, size, "%s", dmi[i].name);
-				return;
-			}
+	for (size_t i = 0; i < ci->nflags; i++)
+		if (strcmp(ci->flags[i], name) == 0)
+			return 1;
+	return 0;
 }
 
 /* cpu.topology: any CPU with thread siblings, and distinct packages. Any
@@ -346,7 +263,7 @@ static int kvm_param(const struct hostfs *h, const char *param)
 }
 
 /* cpu.security (amd64): SGX, TDX and SEV as the kernel reports them. */
-static int cpu_security(const struct hostfs *h, const struct nfdsrc_strset *flags, struct features *f,
+static int cpu_security(const struct hostfs *h, const struct cpuid_info *ci, struct features *f,
 			struct json *labels, const struct fb_log *lg)
 {
 	struct { const char *k; char v[24]; } el[11];
@@ -358,7 +275,7 @@ static int cpu_security(const struct hostfs *h, const struct nfdsrc_strset *flag
 
 	if ((rc = features_ensure(f, FEATURES_ATTRIBUTES, "cpu.security")) < 0)
 		return rc;
-	if (nfdsrc_set_has_(flags, "SGX") &&
+	if (has_flag(ci, "SGX") &&
 	    (rc = nfdsrc_host_list_(h, "sys/devices/system/node", &dfd, &nodes)) != -FB_ENOMEM) {
 		for (size_t i = 0; rc == 0 && i < nodes.n; i++) {
 			char path[NAME_MAX + 32];
@@ -395,7 +312,7 @@ static int cpu_security(const struct hostfs *h, const struct nfdsrc_strset *flag
 		}
 		free(tdx);
 	}
-	if (nfdsrc_set_has_(flags, "TDX_GUEST")) {
+	if (has_flag(ci, "TDX_GUEST")) {
 		el[n].k = "tdx.protected";
 		strcpy(el[n++].v, "true");
 	}
@@ -439,85 +356,83 @@ static int cpu_security(const struct hostfs *h, const struct nfdsrc_strset *flag
 int nfdsrc_cpu(const struct hostfs *h, const struct nfdsrc_config *c, struct features *f,
 	       struct json *labels, const struct fb_log *lg)
 {
-	struct nfdsrc_strset flags = { 0 };
-	struct nfdsrc_cpuinfo ci;
-	enum nfdsrc_cpu_flavour fl = CPU_UNKNOWN;
-	char *buf = NULL, vendor[64], family[24], model[24], hv[ATTR_SIZE];
-	ssize_t n;
-	int rc;
+	struct cpuid_info *ci = malloc(sizeof(*ci));
+	char family[24], model[24], hv[sizeof(ci->hypervisor)];
+	int rc, x86;
 
-	n = nfdsrc_host_head_(h, "proc/cpuinfo", 64 << 10, &buf);
-	if (n == -FB_ENOMEM)
+	if (!ci)
 		return -FB_ENOMEM;
-	if (n < 0) {
-		NLOG_E(lg, "cpu: failed to read cpuinfo: %s", fb_strerror((int)n));
-		memset(&ci, 0, sizeof(ci));
-	} else {
-		parse_cpuinfo(buf, &ci);
-		fl = nfdsrc_cpu_flavour_(&ci);
-	}
-	if (fl == CPU_X86)
-		rc = nfdsrc_x86_flags_(&ci, &flags);
-	else
-		rc = nfdsrc_arm_flags_(&ci, fl, &flags);
-	if (rc < 0)
+	if ((rc = nfdsrc_cpuid_read_(h, ci, &x86, lg)) < 0)
 		goto out;
-	if (flags.n)
-		qsort(flags.v, flags.n, sizeof(*flags.v), cmp_cstr);
 
 	/* features in key order: cpu.coprocessor, cpu.cpuid, cpu.cstate, ... */
 	if ((rc = features_ensure(f, FEATURES_ATTRIBUTES, "cpu.coprocessor")) < 0 ||
 	    (rc = features_ensure(f, FEATURES_FLAGS, "cpu.cpuid")) < 0)
 		goto out;
-	if (fl == CPU_X86 && (rc = features_ensure(f, FEATURES_ATTRIBUTES, "cpu.cpuid")) < 0)
-		goto out;
-	for (size_t i = 0; i < flags.n; i++) {
+	for (size_t i = 0; i < ci->nflags; i++) {
 		char name[80];
-		int pass = c->cpu_whitelist.n ? nfdsrc_list_has_(&c->cpu_whitelist, flags.v[i])
-					      : !nfdsrc_list_has_(&c->cpu_blacklist, flags.v[i]);
+		int pass = c->cpu_whitelist.n ? nfdsrc_list_has_(&c->cpu_whitelist, ci->flags[i])
+					      : !nfdsrc_list_has_(&c->cpu_blacklist, ci->flags[i]);
 
-		if ((rc = features_flag(f, "cpu.cpuid", flags.v[i])) < 0)
+		if ((rc = features_flag(f, "cpu.cpuid", ci->flags[i])) < 0)
 			goto out;
-		snprintf(name, sizeof(name), "cpuid.%s", flags.v[i]);
+		snprintf(name, sizeof(name), "cpuid.%s", ci->flags[i]);
 		if (pass && (rc = nfdsrc_label_true_(labels, "cpu", name, lg)) < 0)
 			goto out;
 	}
-	if (fl == CPU_X86)
+	/* the attributes exist (maybe empty) on x86 only, and are never filtered */
+	if (x86 && (rc = features_ensure(f, FEATURES_ATTRIBUTES, "cpu.cpuid")) < 0)
+		goto out;
+	if (ci->avx10) {
+		char v[12];
+
+		snprintf(v, sizeof(v), "%u", ci->avx10);
+		if ((rc = features_attr(f, "cpu.cpuid", "AVX10_VERSION", v)) < 0 ||
+		    (rc = nfdsrc_label_(labels, "cpu", "cpuid.AVX10_VERSION", v, lg)) < 0)
+			goto out;
+	}
+	if (x86)
 		rc = cpu_cstate(h, f, labels, lg);
 	else
 		rc = features_ensure(f, FEATURES_ATTRIBUTES, "cpu.cstate");
 	if (rc < 0)
 		goto out;
 
-	cpu_model(h, &ci, fl, &flags, vendor, sizeof(vendor), family, model);
-	hypervisor(h, fl == CPU_X86 && nfdsrc_set_has_(&flags, "HYPERVISOR"), hv, sizeof(hv));
+	snprintf(family, sizeof(family), "%d", ci->family);
+	snprintf(model, sizeof(model), "%d", ci->model);
+	snprintf(hv, sizeof(hv), "%s", ci->hypervisor);
 	nfdsrc_squash_invalid_(hv);
 	if ((rc = features_attr(f, "cpu.model", "family", family)) < 0 ||
 	    (rc = features_attr(f, "cpu.model", "hypervisor", hv)) < 0 ||
 	    (rc = features_attr(f, "cpu.model", "id", model)) < 0 ||
-	    (rc = features_attr(f, "cpu.model", "vendor_id", vendor)) < 0 ||
+	    (rc = features_attr(f, "cpu.model", "vendor_id", ci->vendor)) < 0 ||
 	    (rc = nfdsrc_label_(labels, "cpu", "model.family", family, lg)) < 0 ||
 	    (rc = nfdsrc_label_(labels, "cpu", "model.hypervisor", hv, lg)) < 0 ||
 	    (rc = nfdsrc_label_(labels, "cpu", "model.id", model, lg)) < 0 ||
-	    (rc = nfdsrc_label_(labels, "cpu", "model.vendor_id", vendor, lg)) < 0)
+	    (rc = nfdsrc_label_(labels, "cpu", "model.vendor_id", ci->vendor, lg)) < 0)
 		goto out;
 
-	if (fl == CPU_X86)
+	if (x86)
 		rc = cpu_pstate(h, f, labels, lg);
 	else
 		rc = features_ensure(f, FEATURES_ATTRIBUTES, "cpu.pstate");
-	if (rc < 0 || (rc = features_ensure(f, FEATURES_ATTRIBUTES, "cpu.rdt")) < 0)
+	if (rc < 0)
 		goto out;
-	if (fl == CPU_X86)
-		rc = cpu_security(h, &flags, f, labels, lg);
+	if (x86)
+		rc = cpu_rdt(h, ci, f);
+	else
+		rc = features_ensure(f, FEATURES_ATTRIBUTES, "cpu.rdt");
+	if (rc < 0)
+		goto out;
+	if (x86)
+		rc = cpu_security(h, ci, f, labels, lg);
 	else
 		rc = features_ensure(f, FEATURES_ATTRIBUTES, "cpu.security");
 	if (rc < 0 || (rc = features_ensure(f, FEATURES_ATTRIBUTES, "cpu.sst")) < 0)
 		goto out;
 	rc = cpu_topology(h, f, labels, lg);
 out:
-	free(flags.v);
-	free(buf);
+	free(ci);
 	return rc;
 }
 

@@ -69,37 +69,13 @@ void nfdsrc_squash_invalid_(char *s);
 long nfdsrc_num_(const char *s, int base, long def);
 int nfdsrc_list_has_(const struct nfdsrc_list *l, const char *s);
 
-/* cpu.cpuid (nfdsrc_cpuid.c). A set of borrowed strings (flag names),
- * insertion-ordered, no repeats; zeroed is empty, free v. */
-struct nfdsrc_strset {
-	const char **v;
-	size_t n, size;
-};
-int nfdsrc_set_has_(const struct nfdsrc_strset *s, const char *name);
-/* Adds name unless it is there. Returns 0 or -FB_ENOMEM. */
-int nfdsrc_set_add_(struct nfdsrc_strset *s, const char *name);
-void nfdsrc_set_del_(struct nfdsrc_strset *s, const char *name);
-
-/* The first value of each /proc/cpuinfo key we use (borrowed from the
- * buffer, which the cpu source cuts into strings). */
-struct nfdsrc_cpuinfo {
-	const char *vendor, *family, *model, *flags, *siblings, *cores;
-	const char *features, *implementer, *variant, *part, *revision;
-};
-enum nfdsrc_cpu_flavour { CPU_UNKNOWN, CPU_X86, CPU_ARM64, CPU_ARM };
-
-/* Which cpuinfo this is: x86, arm64, or a 32-bit arm (one that lists the
- * AArch32 hwcaps). */
-enum nfdsrc_cpu_flavour nfdsrc_cpu_flavour_(const struct nfdsrc_cpuinfo *ci);
-/* Whitespace-separated token iteration over a cpuinfo flags line: copies
- * the next token of s into tok and returns where to go on, or NULL. */
-const char *nfdsrc_next_tok_(const char *s, char *tok, size_t size);
-/* klauspost's vendor name for a cpuinfo vendor_id. */
-const char *nfdsrc_x86_vendor_(const char *id);
-/* The cpuid flags of x86 or arm cpuinfo, klauspost's names, into s.
- * Return 0 or -FB_ENOMEM. */
-int nfdsrc_x86_flags_(const struct nfdsrc_cpuinfo *ci, struct nfdsrc_strset *s);
-int nfdsrc_arm_flags_(const struct nfdsrc_cpuinfo *ci, enum nfdsrc_cpu_flavour fl, struct nfdsrc_strset *s);
+/* cpu.cpuid (nfdsrc_cpuid.c): what upstream publishes for this CPU, from
+ * the register dump <proc>/.featurebox-cpuid when the host root has one (test
+ * fixtures; a real procfs cannot), else from the running CPU. An unreadable
+ * or malformed dump is logged and gives an empty info (arch unknown).
+ * Returns 0 or -FB_ENOMEM. */
+struct cpuid_info;
+int nfdsrc_cpuid_read_(const struct hostfs *h, struct cpuid_info *out, int *x86, const struct fb_log *lg);
 
 /* pci and usb device labels. The label fields upstream uses: the configured
  * ones that are valid, in canonical order whatever the config order; none

@@ -80,8 +80,8 @@ testing "unknown config key: a warning, not fatal" \
 	"$NW --config $W/unknown.conf --no-publish --host-prefix $W/empty/ --features-dir $W/empty 2>&1 >/dev/null | grep -c 'unknown key core.noSuchKey'; $NW --config $W/unknown.conf --no-publish --host-prefix $W/empty/ --features-dir $W/empty >/dev/null 2>&1; echo \$?" "1\n0\n"
 testing "a disabled feature source gives no labels either (as upstream)" \
 	"$NW --no-publish --host-prefix $W/gpu/ --features-dir $W/empty --feature-sources=all,-cpu,-pci 2>/dev/null | grep -c -e cpu- -e pci-" "0\n"
-mkdir -p "$W/fifo/proc" && mkfifo "$W/fifo/proc/cpuinfo"
-testing "a FIFO where /proc/cpuinfo should be: no hang" \
+mkdir -p "$W/fifo/proc" && mkfifo "$W/fifo/proc/cpuinfo" "$W/fifo/proc/.featurebox-cpuid"
+testing "a FIFO where /proc/cpuinfo or the test cpuid dump should be: no hang" \
 	"timeout -k 10 20 $NW --no-publish --host-prefix $W/fifo/ --features-dir $W/empty >/dev/null 2>&1; echo \$?" "0\n"
 testing "RE2 non-capturing groups in labelWhiteList work" \
 	"$NW --no-publish --host-prefix $W/gpu/ --features-dir $W/empty --options '{\"core\":{\"labelWhiteList\":\"^(?:pci|storage)-\"}}' 2>/dev/null | cut -d- -f1 | sort -u" \

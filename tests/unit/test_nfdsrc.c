@@ -5,6 +5,7 @@
  * with the local and custom sources. */
 #include "t.h"
 
+#include "../../core/cpuid.h"
 #include "../../core/err.h"
 #include "../../core/features.h"
 #include "../../core/hostfs.h"
@@ -270,9 +271,9 @@ static void tmp_hostfs(struct hostfs *h)
 static const struct fexp x86_features[] = {
 	{ "flags", "cpu.cpuid",
 	  "ADX AESNI AMXFP8 AVX AVX2 AVX512BW AVX512CD AVX512DQ AVX512F AVX512VL AVX512VNNI BMI1 BMI2 "
-	  "CLMUL CMOV CMPXCHG8 CX16 ERMS F16C FLUSH_L1D FMA3 FXSR FXSROPT HTT IA32_ARCH_CAP IBPB LAHF "
-	  "LZCNT MD_CLEAR MMX MOVBE MPX NX OSXSAVE PMU_FIXEDCOUNTER_CYCLES "
-	  "PMU_FIXEDCOUNTER_INSTRUCTIONS PMU_FIXEDCOUNTER_REFCYCLES POPCNT RDRAND RDSEED RDTSCP "
+	  "CLMUL CMOV CMPXCHG8 CX16 ERMS F16C FLUSH_L1D FMA3 FXSR FXSROPT HLE HTT IA32_ARCH_CAP IBPB "
+	  "LAHF LZCNT MD_CLEAR MMX MOVBE MPX NX OSXSAVE PMU_FIXEDCOUNTER_CYCLES "
+	  "PMU_FIXEDCOUNTER_INSTRUCTIONS PMU_FIXEDCOUNTER_REFCYCLES POPCNT RDRAND RDSEED RDTSCP RTM "
 	  "SPEC_CTRL_SSBD SSE SSE2 SSE3 SSE4 SSE42 SSSE3 STIBP SYSCALL SYSEE VMX X86_64_V1 X86_64_V2 "
 	  "X86_64_V3 X86_64_V4 X87 XGETBV1 XSAVE XSAVEC XSAVEOPT XSAVES" },
 	{ "flags", "kernel.enabledmodule",
@@ -285,7 +286,8 @@ static const struct fexp x86_features[] = {
 	  "{\"family\":\"6\",\"hypervisor\":\"none\",\"id\":\"85\",\"vendor_id\":\"Intel\"}" },
 	{ "attributes", "cpu.pstate",
 	  "{\"scaling_governor\":\"performance\",\"status\":\"active\",\"turbo\":\"true\"}" },
-	{ "attributes", "cpu.rdt", "{}" },
+	{ "attributes", "cpu.rdt",
+	  "{\"RDTCMT\":\"true\",\"RDTL3CA\":\"true\",\"RDTMBA\":\"true\",\"RDTMBM\":\"true\",\"RDTMON\":\"true\"}" },
 	{ "attributes", "cpu.security", "{}" },
 	{ "attributes", "cpu.sst", "{}" },
 	{ "attributes", "cpu.topology", "{\"hardware_multithreading\":\"true\",\"socket_count\":\"2\"}" },
@@ -342,11 +344,11 @@ static const char *const x86_labels[] = {
 	"~cpu-cpuid.AVX512CD=true", "~cpu-cpuid.AVX512DQ=true", "~cpu-cpuid.AVX512F=true",
 	"~cpu-cpuid.AVX512VL=true", "~cpu-cpuid.AVX512VNNI=true", "~cpu-cpuid.CMPXCHG8=true",
 	"~cpu-cpuid.FLUSH_L1D=true", "~cpu-cpuid.FMA3=true", "~cpu-cpuid.FXSR=true",
-	"~cpu-cpuid.FXSROPT=true", "~cpu-cpuid.IA32_ARCH_CAP=true", "~cpu-cpuid.IBPB=true",
+	"~cpu-cpuid.FXSROPT=true", "~cpu-cpuid.HLE=true", "~cpu-cpuid.IA32_ARCH_CAP=true", "~cpu-cpuid.IBPB=true",
 	"~cpu-cpuid.LAHF=true", "~cpu-cpuid.MD_CLEAR=true", "~cpu-cpuid.MOVBE=true",
 	"~cpu-cpuid.MPX=true", "~cpu-cpuid.OSXSAVE=true", "~cpu-cpuid.PMU_FIXEDCOUNTER_CYCLES=true",
 	"~cpu-cpuid.PMU_FIXEDCOUNTER_INSTRUCTIONS=true", "~cpu-cpuid.PMU_FIXEDCOUNTER_REFCYCLES=true",
-	"~cpu-cpuid.SPEC_CTRL_SSBD=true", "~cpu-cpuid.STIBP=true", "~cpu-cpuid.SYSCALL=true",
+	"~cpu-cpuid.RTM=true", "~cpu-cpuid.SPEC_CTRL_SSBD=true", "~cpu-cpuid.STIBP=true", "~cpu-cpuid.SYSCALL=true",
 	"~cpu-cpuid.SYSEE=true", "~cpu-cpuid.VMX=true", "~cpu-cpuid.X86_64_V1=true",
 	"~cpu-cpuid.X86_64_V2=true", "~cpu-cpuid.X86_64_V3=true", "~cpu-cpuid.X86_64_V4=true",
 	"~cpu-cpuid.X87=true", "~cpu-cpuid.XGETBV1=true", "~cpu-cpuid.XSAVE=true",
@@ -479,7 +481,7 @@ static void test_options(void)
 	got = labels_with(labels, "cpu-cpuid.");
 	T_STR("cpuid attributeWhitelist", got, "~cpu-cpuid.AVX512F=true\n~cpu-cpuid.SSE=true\n");
 	free(got);
-	T_INT("...features unfiltered", json_count(features_flags(&f, "cpu.cpuid")), 62);
+	T_INT("...features unfiltered", json_count(features_flags(&f, "cpu.cpuid")), 64);
 	features_free(&f);
 	json_free(labels);
 
@@ -491,7 +493,7 @@ static void test_options(void)
 	nfdsrc_cpu(&h, &c, &f, labels, &quiet);
 	T_OK("empty attributeBlacklist: every flag labelled",
 	     json_get(labels, NS "cpu-cpuid.SSE42") && json_get(labels, NS "cpu-cpuid.HTT") &&
-	     json_count(labels) == 62 + 9, "%zu labels", json_count(labels));
+	     json_count(labels) == 64 + 9, "%zu labels", json_count(labels));
 	features_free(&f);
 	json_free(labels);
 
@@ -1003,8 +1005,10 @@ static void test_parsers(void)
 	json_free(labels);
 	tmp_done();
 
-	/* an empty host: what each source still publishes */
+	/* an empty host: what each source still publishes (its CPU, a 32-bit
+	 * arm one, says nothing: without the dump the test machine's answers) */
 	tmp_new();
+	tmp_put("proc/.featurebox-cpuid", "arch arm\n");
 	tmp_hostfs(&h);
 	features_init(&f);
 	labels = json_new_object();
@@ -1052,71 +1056,45 @@ static void test_parsers(void)
 	tmp_done();
 }
 
-/* ---- cpu flavours on small trees ----------------------------------------- */
+/* ---- the cpu source on small trees ----------------------------------------- */
 
+/* The host root's register dump, <proc>/.featurebox-cpuid, decides the
+ * cpu.* sources (tests/unit/test_cpuid.c checks the detection itself). */
 static const struct {
-	const char *name, *cpuinfo, *extra_path, *extra;
-	const char *flags, *model;
+	const char *name, *dump, *extra_path, *extra;
+	const char *flags, *model, *cpuid_attrs, *rdt;
 } cpus[] = {
-	/* an AMD EPYC (Naples) guest under KVM: AMD-only bits, TSA_*_NO for
-	 * family < 19h, AVXSLOW before Zen 2, HTT from siblings > cores */
-	{ "amd epyc guest",
-	  "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 23\nmodel\t\t: 1\n"
-	  "siblings\t: 8\ncpu cores\t: 4\nflags\t\t: fpu cx8 sep cmov mmx fxsr sse sse2 ht syscall nx "
-	  "mmxext fxsr_opt rdtscp lm pni pclmulqdq ssse3 fma cx16 sse4_1 sse4_2 movbe popcnt aes "
-	  "xsave avx f16c rdrand hypervisor lahf_lm svm abm sse4a topoext bmi1 avx2 bmi2 sha_ni "
-	  "sme sev sev_es clzero\n\n",
-	  "sys/devices/system/clocksource/clocksource0/available_clocksource", "kvm-clock tsc hpet\n",
-	  "AESNI AVX AVX2 AVXSLOW BMI1 BMI2 CLMUL CLZERO CMOV CMPXCHG8 CX16 F16C FMA3 FXSR FXSROPT HTT "
-	  "HYPERVISOR LAHF LZCNT MMX MMXEXT MOVBE NX OSXSAVE POPCNT RDRAND RDTSCP SEV SEV_ES SHA SME "
-	  "SSE SSE2 SSE3 SSE4 SSE42 SSE4A SSSE3 SVM SYSCALL SYSEE TOPEXT TSA_L1_NO TSA_SQ_NO X86_64_V1 "
-	  "X86_64_V2 X86_64_V3 X87 XSAVE",
-	  "{\"family\":\"23\",\"hypervisor\":\"kvm\",\"id\":\"1\",\"vendor_id\":\"AMD\"}" },
-	/* AMD-only bits are ignored on others; BMI2 needs BMI1, AVX2/FMA4 AVX,
-	 * FMA3 OSXSAVE; no ht: no HTT */
-	{ "vmware guest",
-	  "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 45\nflags\t\t: fpu sse sse2 "
-	  "syscall hypervisor bmi2 avx2 fma fma4 sev tdx_guest\n",
-	  "sys/devices/virtual/dmi/id/sys_vendor", "VMware, Inc.\n",
-	  "FXSROPT HYPERVISOR SSE SSE2 SYSCALL TDX_GUEST X87",
-	  "{\"family\":\"6\",\"hypervisor\":\"vmware\",\"id\":\"45\",\"vendor_id\":\"Intel\"}" },
-	{ "unknown hypervisor, unknown vendor",
-	  "vendor_id\t: SomethingNew\ncpu family\t: 7\nmodel\t\t: 1\nflags\t\t: hypervisor ht pni\n",
-	  "sys/hypervisor/uuid", "x\n", "HYPERVISOR SSE3",
-	  "{\"family\":\"7\",\"hypervisor\":\"unknown\",\"id\":\"1\",\"vendor_id\":\"VendorUnknown\"}" },
-	{ "xen", "vendor_id\t: GenuineIntel\nflags\t\t: hypervisor\n", "sys/hypervisor/type", "xen\n",
-	  "HYPERVISOR",
-	  "{\"family\":\"0\",\"hypervisor\":\"xenhvm\",\"id\":\"0\",\"vendor_id\":\"Intel\"}" },
-	/* 32-bit Raspberry Pi OS: upstream's arm build names, and no MIDR */
-	{ "arm 32-bit",
-	  "processor\t: 0\nmodel name\t: ARMv7 Processor rev 4 (v7l)\nFeatures\t: half thumb "
-	  "fastmult vfp edsp neon vfpv3 tls vfpv4 idiva idivt vfpd32 lpae evtstrm crc32\n"
-	  "CPU implementer\t: 0x41\nCPU architecture: 7\nCPU variant\t: 0x0\nCPU part\t: 0xd03\n",
-	  "sys/devices/system/cpu/cpu0/regs/identification/midr_el1", "0x00000000410fd034\n",
+	/* AVX10: the cpu.cpuid attribute AVX10_VERSION; RDT: cpu.rdt, and the
+	 * classes of service less the default one from resctrl */
+	{ "x86 avx10 rdt",
+	  "arch x86\ncpuid 0 0 24 756e6547 6c65746e 49656e69\ncpuid 1 0 906a0 0 1 0\n"
+	  "cpuid 7 0 0 9000 0 0\ncpuid 7 1 0 0 0 80000\ncpuid 24 0 0 70001 0 0\n"
+	  "cpuid f 0 0 0 0 2\ncpuid f 1 0 0 0 7\ncpuid 10 0 0 a 0 0\n",
+	  "sys/fs/resctrl/info/L3/num_closids", "16\n",
+	  "AVX10 AVX10_128 AVX10_256 AVX10_512 OSXSAVE SSE3 XSAVE",
+	  "{\"family\":\"6\",\"hypervisor\":\"none\",\"id\":\"154\",\"vendor_id\":\"Intel\"}",
+	  "{\"AVX10_VERSION\":\"1\"}",
+	  "{\"RDTCMT\":\"true\",\"RDTL3CA\":\"true\",\"RDTL3CA_NUM_CLOSID\":\"15\",\"RDTMBA\":\"true\","
+	  "\"RDTMBM\":\"true\",\"RDTMON\":\"true\"}" },
+	/* an unknown hypervisor signature, as upstream squashes it */
+	{ "x86 unknown hypervisor",
+	  "arch x86\ncpuid 0 0 1 0 0 0\ncpuid 1 0 0 0 80000000 0\ncpuid 40000000 0 0 64726557 48482f69 30312056\n",
+	  NULL, NULL, "HYPERVISOR",
+	  "{\"family\":\"0\",\"hypervisor\":\"Werdi_HHV_10\",\"id\":\"0\",\"vendor_id\":\"VendorUnknown\"}", "{}",
+	  "{}" },
+	/* arm: upstream's HWCAP names, no cpu.cpuid attributes, empty cpu.rdt */
+	{ "arm 32-bit", "arch arm\nhwcap 3fb0d6\nhwcap2 10\n", NULL, NULL,
 	  "CRC32 EDSP EVTSTRM FASTMUL HALF IDIVA IDIVT LPAE NEON THUMB TLS VFP VFPD32 VFPv3 VFPv4",
-	  "{\"family\":\"0\",\"hypervisor\":\"none\",\"id\":\"0\",\"vendor_id\":\"VendorUnknown\"}" },
-	/* arm64 without midr_el1: MIDR from the cpuinfo fields; unknown hwcaps
-	 * (newer than upstream's table) are not reported */
-	{ "arm64 cortex-a53 from cpuinfo",
-	  "processor\t: 0\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 cpuid sve2p1 mops\n"
-	  "CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd03\n"
-	  "CPU revision\t: 4\n",
-	  NULL, NULL, "AES ASIMD CPUID CRC32 EVTSTRM FP PMULL SHA1 SHA2",
-	  "{\"family\":\"15\",\"hypervisor\":\"none\",\"id\":\"53300\",\"vendor_id\":\"ARM\"}" },
-	/* an AmpereOne (implementer 0xc0): MIDR_EL1 from sysfs wins over cpuinfo */
-	{ "arm64 AmpereOne",
-	  "processor\t: 0\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp "
-	  "cpuid asimdrdm lrcpc dcpop asimddp ssbs\nCPU implementer\t: 0x41\nCPU variant\t: 0x3\n"
-	  "CPU part\t: 0xd0c\nCPU revision\t: 1\n",
-	  "sys/devices/system/cpu/cpu0/regs/identification/midr_el1", "0x00000000c00fac30\n",
-	  "AES ASIMD ASIMDDP ASIMDHP ASIMDRDM ATOMICS CPUID CRC32 DCPOP EVTSTRM FP FPHP LRCPC PMULL "
-	  "SHA1 SHA2 SSBS",
-	  "{\"family\":\"15\",\"hypervisor\":\"none\",\"id\":\"44080\",\"vendor_id\":\"Ampere\"}" },
-	/* no CPUID hwcap: klauspost does not read MIDR */
-	{ "arm64 without the cpuid hwcap",
-	  "Features\t: fp asimd\nCPU implementer\t: 0x41\nCPU part\t: 0xd08\n", NULL, NULL,
-	  "ASIMD FP",
-	  "{\"family\":\"0\",\"hypervisor\":\"none\",\"id\":\"0\",\"vendor_id\":\"VendorUnknown\"}" },
+	  "{\"family\":\"0\",\"hypervisor\":\"none\",\"id\":\"0\",\"vendor_id\":\"VendorUnknown\"}", NULL,
+	  "{}" },
+	{ "arm64 AmpereOne", "arch arm64\nhwcap 10119fff\nhwcap2 0\nmidr c00fac30\n", NULL, NULL,
+	  "AES ASIMD ASIMDDP ASIMDHP ASIMDRDM ATOMICS CPUID CRC32 DCPOP EVTSTRM FP FPHP LRCPC PMULL SHA1 "
+	  "SHA2 SSBS",
+	  "{\"family\":\"15\",\"hypervisor\":\"none\",\"id\":\"44080\",\"vendor_id\":\"Ampere\"}", NULL, "{}" },
+	/* a malformed dump: logged, and a CPU that says nothing */
+	{ "bad dump", "arch x86\ncpuid 1\n", NULL, NULL, "",
+	  "{\"family\":\"0\",\"hypervisor\":\"none\",\"id\":\"0\",\"vendor_id\":\"VendorUnknown\"}", NULL,
+	  "{}" },
 };
 
 static void test_cpus(void)
@@ -1124,59 +1102,71 @@ static void test_cpus(void)
 	struct nfdsrc_config c;
 	struct hostfs h;
 	struct features f;
+	struct json *labels;
 	char name[128];
 
 	nfdsrc_config_init(&c);
 	for (size_t i = 0; i < N(cpus); i++) {
+		const struct json *attrs;
+
 		tmp_new();
-		tmp_put("proc/cpuinfo", cpus[i].cpuinfo);
+		tmp_put("proc/.featurebox-cpuid", cpus[i].dump);
 		if (cpus[i].extra_path)
 			tmp_put(cpus[i].extra_path, cpus[i].extra);
 		tmp_hostfs(&h);
 		features_init(&f);
-		nfdsrc_cpu(&h, &c, &f, NULL, &quiet);
+		labels = json_new_object();
+		nfdsrc_cpu(&h, &c, &f, labels, &quiet);
 		features_sort(&f);
 		snprintf(name, sizeof(name), "cpu %s: flags", cpus[i].name);
 		T_STR(name, words(features_flags(&f, "cpu.cpuid")), cpus[i].flags);
 		snprintf(name, sizeof(name), "cpu %s: model", cpus[i].name);
 		T_STR(name, print(features_attrs(&f, "cpu.model")), cpus[i].model);
+		attrs = features_attrs(&f, "cpu.cpuid");
+		snprintf(name, sizeof(name), "cpu %s: cpu.cpuid attributes", cpus[i].name);
+		T_STR(name, attrs ? print(attrs) : "(none)", cpus[i].cpuid_attrs ? cpus[i].cpuid_attrs : "(none)");
+		snprintf(name, sizeof(name), "cpu %s: cpu.rdt", cpus[i].name);
+		T_STR(name, print(features_attrs(&f, "cpu.rdt")), cpus[i].rdt);
+		if (cpus[i].cpuid_attrs && strstr(cpus[i].cpuid_attrs, "AVX10")) {
+			const struct json *l = json_get(labels, NS "cpu-cpuid.AVX10_VERSION");
+
+			T_STR("cpu avx10: labelled, whatever the blacklist", l ? json_str(l) : "(none)", "1");
+		}
 		features_free(&f);
+		json_free(labels);
 		tmp_done();
 	}
 }
 
-/* Only the first processor of a big cpuinfo is read; a cpuinfo that is not
- * a file is no cpuinfo. */
-static void test_cpuinfo_reads(void)
+/* A dump that is not a regular file, or too big, is no dump: no hang, no
+ * flags. */
+static void test_cpu_dump_reads(void)
 {
 	struct nfdsrc_config c;
 	struct hostfs h;
 	struct features f;
-	size_t size = 1 << 20, len = 0;
-	char *big = malloc(size);
+	size_t size = CPUID_DUMP_MAX + 64;
+	char *big = malloc(size + 1);
 
 	nfdsrc_config_init(&c);
-	for (int n = 0; n < 1024 && len + 512 < size; n++)
-		len += (size_t)snprintf(big + len, size - len,
-					"processor\t: %d\nvendor_id\t: GenuineIntel\ncpu family\t: 6\n"
-					"model\t\t: 143\nflags\t\t: %s\n\n", n,
-					n ? "fpu" : "fpu amx_tile amx_bf16 avx512_fp16");
+	memset(big, '#', size);
+	memcpy(big, "arch arm\nhwcap 1\n", 17);
+	big[size] = '\0';
 	tmp_new();
-	tmp_put("proc/cpuinfo", big);
+	tmp_put("proc/.featurebox-cpuid", big);
 	tmp_hostfs(&h);
 	features_init(&f);
-	T_INT("cpuinfo of 1024 processors", nfdsrc_cpu(&h, &c, &f, NULL, &quiet), 0);
-	T_STR("...the first one's flags", words(features_flags(&f, "cpu.cpuid")),
-	      "AMXBF16 AMXTILE AVX512FP16 X87");
+	T_INT("cpu dump over the cap", nfdsrc_cpu(&h, &c, &f, NULL, &quiet), 0);
+	T_STR("...refused", words(features_flags(&f, "cpu.cpuid")), "");
 	features_free(&f);
 	tmp_done();
 	free(big);
 
 	tmp_new();
-	tmp_put("proc/cpuinfo/x", "");
+	tmp_put("proc/.featurebox-cpuid/x", "");
 	tmp_hostfs(&h);
 	features_init(&f);
-	T_INT("cpuinfo that is a directory", nfdsrc_cpu(&h, &c, &f, NULL, &quiet), 0);
+	T_INT("cpu dump that is a directory", nfdsrc_cpu(&h, &c, &f, NULL, &quiet), 0);
 	T_STR("...no flags", words(features_flags(&f, "cpu.cpuid")), "");
 	features_free(&f);
 	tmp_done();
@@ -1353,7 +1343,7 @@ int main(void)
 	test_labels();
 	test_parsers();
 	test_cpus();
-	test_cpuinfo_reads();
+	test_cpu_dump_reads();
 	test_registry();
 	test_registry_host();
 	test_local();
