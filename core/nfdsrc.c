@@ -7,35 +7,21 @@
  * v0.20.0-devel): feature keys, element names, value formats and label
  * names as upstream; see ../../shared/reference/nfd-upstream-facts.md §1-2.
  *
- * Deliberate deviations, all because upstream asks the CPU or links a
- * library where we read files:
- *  - x86 cpu.cpuid: upstream runs CPUID through klauspost/cpuid; we read the
- *    kernel's /proc/cpuinfo flags and translate them to klauspost's names
- *    (pni -> SSE3, sse4_2 -> SSE42, pclmulqdq -> CLMUL, abm -> LZCNT+POPCNT,
- *    ...) with its derived flags (OSXSAVE, HTT, AVXSLOW, X86_64_V1..4), so
- *    the default blacklist (klauspost names) works and labels match.
- *    Flags with no cpuinfo counterpart are never reported: the AMD IBS
- *    subleaf, FP128/FP256/MOVU, HWA, KEYLOCKER, AVX10*, APX_F, the AVX-VNNI-
- *    INT8/16 and AMX-TF32 group, SGXPQC, MCOMMIT, TBM (klauspost never sets
- *    it either), PMU_FIXEDCOUNTER_TOPDOWN_SLOTS; the cpu.cpuid attribute
- *    AVX10_VERSION neither. PMU_FIXEDCOUNTER_{CYCLES,INSTRUCTIONS,REFCYCLES}
- *    are inferred from Intel's arch_perfmon flag.
- *  - cpu.model hypervisor: upstream reads CPUID leaf 0x40000000; we infer it
- *    from the clocksource (kvm-clock, hyperv, xen) and DMI sys_vendor
- *    (VMware, BHYVE, QEMU), else "unknown". Bare metal is "none" as upstream.
- *  - cpu.rdt, cpu.sst, cpu.coprocessor are published empty (they need CPUID
- *    leaves or MSRs); cpu.security has everything but the SGX EPC size,
- *    which comes from <sys>/devices/system/node/node<N>/x86/sgx_total_bytes
- *    instead of CPUID leaf 0x12.
- *  - kernel.config: /proc/config.gz is skipped (no zlib here; a hand-written
- *    inflate is not worth its size), and so is a kconfigFile ending in .gz;
- *    the plain-text files of upstream's search list are read. Upstream
- *    reads /lib/modules/<ver>/build/.config from the container's own root;
- *    we read it under the host prefix like the rest.
+ * Deliberate deviations:
+ *  - cpu.*: the CPU is asked directly (core/cpuid: CPUID on x86, HWCAP/
+ *    HWCAP2 and MIDR on arm), as klauspost/cpuid v2.4.0 does for upstream;
+ *    see nfdsrc_cpuid.c. cpu.sst and cpu.coprocessor are published empty;
+ *    RDTL3CA_NUM_CLOSID reads <sys>/fs/resctrl (upstream: its own mount
+ *    table); the SGX EPC size comes from
+ *    <sys>/devices/system/node/node<N>/x86/sgx_total_bytes instead of CPUID
+ *    leaf 0x12.
+ *  - kernel.config: read in upstream's order, /proc/config.gz and .gz
+ *    kconfigFiles inflated by core/inflate; upstream reads
+ *    /lib/modules/<ver>/build/.config from the container's own root, we
+ *    read it under the host prefix like the rest (and /proc/config.gz from
+ *    the container's own /proc only under the pod prefix /host-).
  *  - pci.device: an absent <sys>/bus/pci (or usb) directory gives an empty
  *    device list here (pci_scan's contract) where upstream fails the source.
- *  - cpu flags come from the first processor of /proc/cpuinfo; upstream
- *    asks whichever CPU the worker runs on.
  * Where upstream's versions differ, the reference's commit decides:
  * network instances carry "mtu", system.dmiid has the 16 DMI attributes. */
 #include "nfdsrc_internal.h"
