@@ -30,6 +30,15 @@ int hostfs_setup(struct hostfs *h, const char *prefix)
 	return 0;
 }
 
+int hostfs_kernel_proc(const struct hostfs *h, const char *rel, char *buf, size_t size)
+{
+	if (strcmp(h->prefix, HOSTFS_POD_PREFIX) != 0 || strncmp(rel, "proc/", 5) != 0)
+		return 0;
+	if ((size_t)snprintf(buf, size, "/%s", rel) >= size)
+		return -FB_E2BIG;
+	return 1;
+}
+
 int hostfs_path(const struct hostfs *h, const char *rel, char *buf, size_t size)
 {
 	int n = snprintf(buf, size, "%s%s", h->prefix, rel);

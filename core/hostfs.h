@@ -23,6 +23,12 @@ void hostfs_init(struct hostfs *h);
  * directory (the upstream image's layout), else "/". Returns 0 or -FB_E2BIG. */
 int hostfs_setup(struct hostfs *h, const char *prefix);
 
+/* For a file the running kernel serves in procfs (rel "proc/config.gz"):
+ * under the pod prefix the container's own /proc shows the same kernel and
+ * upstream reads that one, so buf gets "/" + rel and 1 is returned; else 0
+ * (use the prefix as for any file). -FB_E2BIG when it does not fit. */
+int hostfs_kernel_proc(const struct hostfs *h, const char *rel, char *buf, size_t size);
+
 /* Writes prefix+rel into buf. Returns its length or -FB_E2BIG. */
 int hostfs_path(const struct hostfs *h, const char *rel, char *buf, size_t size);
 

@@ -150,13 +150,13 @@ static ssize_t kconfig_read(const struct hostfs *h, const struct nfdsrc_config *
 		if (snprintf(rel, sizeof(rel), list[i], ver) >= (int)sizeof(rel))
 			continue;
 #pragma GCC diagnostic pop
-		if (strcmp(rel, "proc/config.gz") == 0 && strcmp(h->prefix, HOSTFS_POD_PREFIX) == 0) {
-			NLOG_V(lg, 3, "kernel: trying /proc/config.gz (the running kernel's, in a pod)");
-			/* In a pod upstream reads its own /proc/config.gz: procfs
-			 * is the running kernel's, and our manifests mount only a
-			 * few files of the host's /proc at /host-proc. */
-			len = sysfs_read_alloc(AT_FDCWD, "/proc/config.gz", FILE_CAP, out);
-			len = kconfig_gunzip(out, len, "/proc/config.gz", lg);
+		if (is_gz(rel) && hostfs_kernel_proc(h, rel, path, sizeof(path)) == 1) {
+			/* in a pod upstream reads its own /proc/config.gz: procfs is
+			 * the running kernel's, and our manifests mount only a few
+			 * files of the host's /proc at /host-proc */
+			NLOG_V(lg, 3, "kernel: trying %s (the running kernel's, in a pod)", path);
+			len = sysfs_read_alloc(AT_FDCWD, path, FILE_CAP, out);
+			len = kconfig_gunzip(out, len, path, lg);
 		} else {
 			NLOG_V(lg, 3, "kernel: trying %s%s", h->prefix, rel);
 			len = nfdsrc_host_file_(h, rel, out);
