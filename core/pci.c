@@ -1,9 +1,11 @@
 /* pci: <host>/sys/bus/pci/devices, read the way pciutils' lib/sysfs.c does
  * (the root is a parameter, only the fields asked for, bounded reads), on a
  * syscall budget: the NFD field set costs 5 syscalls per device (4 for a
- * bridge), plus 3 per IOMMU group, 2 per SR-IOV physical function and about
- * 8 per Intel IOMMU unit; with 500 devices in 366 groups that is 7.96 each
- * (scripts/bench-pci on a scripts/gen-pci-fixture tree).
+ * bridge), plus 6 per IOMMU group, 2 per SR-IOV physical function and about
+ * 14 per Intel IOMMU unit; with 500 devices in 366 groups and 22 units that
+ * is 10.32 each (strace -c of tests/tools/pcibench -f nfd, less an empty
+ * tree, on a scripts/gen-pci-fixture tree; 7.80 when groups and units were
+ * read through their links: going beneath costs 3 per group, 6 per unit).
  *
  * Where the syscalls go, per device:
  *  - uevent, one open+read+close, gives class, vendor:device,
@@ -19,11 +21,11 @@
  *    from <host>/sys/kernel/iommu_groups/N, where the kernel's link points
  *    (the group directory opened with hostfs_open_beneath: a planted link
  *    cannot take the read out of the host's sys);
- *  - iommu/intel-iommu/version is not probed per device: the IOMMU units in
- *    <host>/sys/class/iommu list their devices (the kernel makes a unit's
- *    devices/ADDR link and the device's "iommu" link together, in
- *    iommu_device_link), so one listing per Intel unit serves all of them
- *    (each unit resolved beneath <host>/sys, as the groups);
+ *  - iommu/intel-iommu/version is not probed per device: the Intel IOMMU
+ *    units in <host>/sys/devices/virtual/iommu list their devices (the
+ *    kernel makes a unit's devices/ADDR link and the device's "iommu" link
+ *    together, in iommu_device_link), so one listing per unit serves all of
+ *    them (each unit opened beneath that directory, as the groups);
  *  - upstream NFD's own test tree (testdata/source/pci/rootfs-1) has
  *    iommu_group/ and iommu/intel-iommu/ as plain directories holding the
  *    files: when iommu_group is a directory, not a link, both attributes are
@@ -359,7 +361,7 @@ static void read_beneath(const struct scan *sc, int dfd, const char *name, const
 	ssize_t n = -FB_ENOENT;
 
 	if (fd >= 0) {
-		n = attr_read(fd, file, buf, size, ATTR_NOFOLLOW | ATTR_REGULAR);
+		n = attr_read(fd, file, buf, size, ATTR_NOFOLLOW);
 		close(fd);
 	} else {
 		n = fd;
@@ -441,13 +443,15 @@ static int key_cmp(const void *key, const void *d)
 	return pci_addr_cmp_(key, ((const struct pci_dev *)d)->addr);
 }
 
-/* Gives iommu/intel-iommu/version to the devices each Intel IOMMU unit in
- * <host>/sys/class/iommu lists (out is sorted). Units without the file
- * (AMD, ARM SMMU) cost one probe; a missing class directory is no IOMMU.
- * Each unit is a link into sys/devices/virtual/iommu, resolved beneath sys. */
+/* Gives iommu/intel-iommu/version to the devices each Intel IOMMU unit
+ * lists (out is sorted). The kernel puts every VT-d unit, parentless, in
+ * <host>/sys/devices/virtual/iommu (alloc_iommu), where the class links and
+ * the devices' "iommu" links point; other units (AMD, ARM SMMU) sit under
+ * their own devices and have no intel-iommu directory. Each unit is opened
+ * beneath that directory; a missing one is no Intel IOMMU. */
 struct units_ctx {
 	const struct scan *sc;
-	int sysfd;              /* <host>/sys */
+	int fd;                 /* sys/devices/virtual/iommu */
 	struct pci_list *out;
 	char ver[sizeof(((struct pci_dev *)0)->iommu_version)];
 };
@@ -466,14 +470,12 @@ static int unit_dev(void *ctx, const char *name, unsigned char type)
 static int unit(void *ctx, const char *name, unsigned char type)
 {
 	struct units_ctx *u = ctx;
-	char p[NAME_MAX + 32];
 	int ufd, dfd;
 
 	(void)type;
-	snprintf(p, sizeof(p), "class/iommu/%s", name);
-	ufd = hostfs_open_beneath(u->sysfd, p, O_RDONLY | O_DIRECTORY, NULL, 0);
+	ufd = hostfs_open_beneath(u->fd, name, O_RDONLY | O_DIRECTORY, NULL, 0);
 	if (ufd < 0) {
-		PCI_VLOG(u->sc->lg, "pci: sys/%s: %s", p, fb_strerror(ufd));
+		PCI_VLOG(u->sc->lg, "pci: iommu unit %s: %s", name, fb_strerror(ufd));
 		return 0;
 	}
 	read_beneath(u->sc, ufd, "intel-iommu", "version", u->ver, sizeof(u->ver));
@@ -489,20 +491,15 @@ static int unit(void *ctx, const char *name, unsigned char type)
 static void read_units(const struct hostfs *h, struct scan *sc, struct pci_list *out)
 {
 	struct units_ctx u = { .sc = sc, .out = out };
-	int cfd;
 
-	u.sysfd = hostfs_open(h, "sys", O_RDONLY | O_DIRECTORY);
-	if (u.sysfd < 0)
+	u.fd = hostfs_open(h, "sys/devices/virtual/iommu", O_RDONLY | O_DIRECTORY);
+	if (u.fd < 0) {
+		if (u.fd != -FB_ENOENT)
+			PCI_VLOG(sc->lg, "pci: sys/devices/virtual/iommu: %s", fb_strerror(u.fd));
 		return;
-	cfd = hostfs_open_beneath(u.sysfd, "class/iommu", O_RDONLY | O_DIRECTORY, NULL, 0);
-	if (cfd < 0) {
-		if (cfd != -FB_ENOENT)
-			PCI_VLOG(sc->lg, "pci: sys/class/iommu: %s", fb_strerror(cfd));
-	} else {
-		sysfs_dir_each(cfd, unit, &u);
-		close(cfd);
 	}
-	close(u.sysfd);
+	sysfs_dir_each(u.fd, unit, &u);
+	close(u.fd);
 }
 
 /* Reads one device. Returns 0, or -1 when it is to be skipped (logged). */

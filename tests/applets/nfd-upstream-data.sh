@@ -116,9 +116,12 @@ ln -s "$K/sys/bus/pci/devices/0000:3b:00.0" "$W/outside/dmar3/devices/0000:3b:00
 H=$W/pcih
 cp -a "$K" "$H"
 D=$H/sys/bus/pci/devices/0000:3b:00.0
-rm -r "$H/sys/kernel/iommu_groups/30" "$D/iommu_group" "$H/sys/class/iommu/dmar3"
-ln -s "$W/outside/30" "$D/iommu_group"
-ln -s "$W/outside/dmar3" "$H/sys/class/iommu/dmar3"
+rm -r "$H/sys/kernel/iommu_groups/30" "$D/iommu_group" "$H/sys/devices/virtual/iommu/dmar3"
+ln -s "$W/outside/30" "$H/sys/kernel/iommu_groups/30"
+ln -s ../../../../../../outside/30 "$D/iommu_group"
+ln -s "$W/outside/dmar3" "$H/sys/devices/virtual/iommu/dmar3"
+testing "fixture: the planted kernel-layout links lead out of the root" \
+	"cat $D/iommu_group/type $H/sys/kernel/iommu_groups/30/type $H/sys/devices/virtual/iommu/dmar3/intel-iommu/version" "SECRET\nSECRET\n9:9\n"
 testing "pci: kernel layout, group and unit links out of the root: nothing read through them" \
 	"$PW --host-prefix $H/ 2>/dev/null | $NF inst pci.device | grep 37c8" \
 	"class=0b40 device=37c8 sriov_totalvfs=16 subsystem_device=35cf subsystem_vendor=8086 vendor=8086\n"
@@ -126,7 +129,9 @@ H=$W/pcih2
 cp -a "$W/pci" "$H"
 D=$H/sys/bus/pci/devices/0000:3b:00.0
 rm "$D/iommu_group/type" && ln -s "$W/outside/30/type" "$D/iommu_group/type"
-rm -r "$D/iommu/intel-iommu" && ln -s ../../../../../../../../outside/dmar3/intel-iommu "$D/iommu/intel-iommu"
+rm -r "$D/iommu/intel-iommu" && ln -s ../../../../../../../outside/dmar3/intel-iommu "$D/iommu/intel-iommu"
+testing "fixture: the planted links in upstream's layout lead out of the root" \
+	"cat $D/iommu_group/type $D/iommu/intel-iommu/version" "SECRET\n9:9\n"
 testing "pci: upstream's layout, links out of the device directory: nothing read through them" \
 	"$PW --host-prefix $H/ 2>/dev/null | $NF inst pci.device | grep 37c8" \
 	"class=0b40 device=37c8 sriov_totalvfs=16 subsystem_device=35cf subsystem_vendor=8086 vendor=8086\n"
