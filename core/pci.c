@@ -358,13 +358,11 @@ static void read_beneath(const struct scan *sc, int dfd, const char *name, const
 			 char *buf, size_t size)
 {
 	int fd = hostfs_open_beneath(dfd, name, O_RDONLY | O_DIRECTORY, NULL, 0);
-	ssize_t n = -FB_ENOENT;
+	ssize_t n = fd;
 
 	if (fd >= 0) {
 		n = attr_read(fd, file, buf, size, ATTR_NOFOLLOW);
 		close(fd);
-	} else {
-		n = fd;
 	}
 	if (n < 0) {
 		if (n != -FB_ENOENT)
