@@ -77,10 +77,17 @@ static int pci_discover(const struct nfdsrc_ctx *c, struct features *f, struct j
 	pci_list_init(&pl);
 	fb_errinfo_init(&ei);
 	rc = pci_scan(c->h, PCI_SRIOV | PCI_IOMMU, &pl, c->lg, &ei);
-	if (rc < 0)
+	/* pci_scan lists an absent bus directory as no devices; upstream's
+	 * source fails then, publishing no pci.device (its rootfs-empty test) */
+	if (rc == 0 && pl.n == 0 && nfdsrc_host_exists_(c->h, "sys/bus/pci/devices") == 0) {
+		NLOG_E(c->lg, "pci: failed to detect PCI devices: %ssys/bus/pci/devices: %s",
+		       c->h->prefix, fb_strerror(-FB_ENOENT));
+		rc = -FB_ENOENT;
+	} else if (rc < 0) {
 		NLOG_E(c->lg, "pci: %s", fb_errinfo_str(&ei, msg, sizeof(msg)));
-	else
+	} else {
 		rc = nfdsrc_pci(c->cfg, &pl, f, labels, c->lg);
+	}
 	pci_list_free(&pl);
 	return rc;
 }

@@ -1,9 +1,11 @@
 /* pci: <host>/sys/bus/pci/devices, read the way pciutils' lib/sysfs.c does
  * (the root is a parameter, only the fields asked for, bounded reads), on a
  * syscall budget: the NFD field set costs 5 syscalls per device (4 for a
- * bridge), plus 3 per IOMMU group, 2 per SR-IOV physical function and about
- * 8 per Intel IOMMU unit; with 500 devices in 366 groups that is 7.96 each
- * (scripts/bench-pci on a scripts/gen-pci-fixture tree).
+ * bridge), plus 6 per IOMMU group, 2 per SR-IOV physical function and about
+ * 14 per Intel IOMMU unit; with 500 devices in 366 groups and 22 units that
+ * is 10.32 each (strace -c of tests/tools/pcibench -f nfd, less an empty
+ * tree, on a scripts/gen-pci-fixture tree; 7.80 when groups and units were
+ * read through their links: going beneath costs 3 per group, 6 per unit).
  *
  * Where the syscalls go, per device:
  *  - uevent, one open+read+close, gives class, vendor:device,
@@ -15,17 +17,28 @@
  *  - sriov_totalvfs is one probe, and none for PCI-to-PCI bridges (class
  *    0604xx), which the kernel never gives SR-IOV (sriov_init accepts only
  *    endpoints);
- *  - iommu_group is one readlink; the group's type is read once per group;
- *  - iommu/intel-iommu/version is not probed per device: the IOMMU units in
- *    <host>/sys/class/iommu list their devices (the kernel makes a unit's
- *    devices/ADDR link and the device's "iommu" link together, in
- *    iommu_device_link), so one listing per Intel unit serves all of them;
+ *  - iommu_group is one readlink; the group's type is read once per group,
+ *    from <host>/sys/kernel/iommu_groups/N, where the kernel's link points
+ *    (the group directory opened with hostfs_open_beneath: a planted link
+ *    cannot take the read out of the host's sys);
+ *  - iommu/intel-iommu/version is not probed per device: the Intel IOMMU
+ *    units in <host>/sys/devices/virtual/iommu list their devices (the
+ *    kernel makes a unit's devices/ADDR link and the device's "iommu" link
+ *    together, in iommu_device_link), so one listing per unit serves all of
+ *    them (each unit opened beneath that directory, as the groups);
+ *  - upstream NFD's own test tree (testdata/source/pci/rootfs-1) has
+ *    iommu_group/ and iommu/intel-iommu/ as plain directories holding the
+ *    files: when iommu_group is a directory, not a link, both attributes are
+ *    read from the device's own directories (resolved beneath it), as
+ *    upstream's reader, which just opens ADDR/iommu_group/type and
+ *    ADDR/iommu/intel-iommu/version, gets them there;
  *  - boot_vga is only probed for VGA-class devices, the only ones the kernel
  *    gives it to (pci_dev_attrs_are_visible: 0300xx and 0001xx). */
 #include "pci.h"
 
 #include "attr.h"
 #include "buf.h"
+#include "hostfs.h"
 #include "sysfs.h"
 
 #include <ctype.h>
@@ -63,6 +76,8 @@ struct grp_type {
 /* per-scan state: the bus directory and the group types read so far */
 struct scan {
 	int fd;                  /* <host>/sys/bus/pci/devices */
+	int gfd;                 /* <host>/sys/kernel/iommu_groups: -1 unopened, -2 absent */
+	const struct hostfs *h;
 	unsigned fields;
 	const struct fb_log *lg;
 	struct grp_type *grp;    /* owned */
@@ -336,6 +351,56 @@ static void read_opt(struct scan *sc, const struct pci_dev *d, const char *name,
 	}
 }
 
+/* name/file below the directory dfd into buf ("" when absent or unusable):
+ * name is resolved with hostfs_open_beneath, so no link in it leads out of
+ * dfd, and file may not be a link. */
+static void read_beneath(const struct scan *sc, int dfd, const char *name, const char *file,
+			 char *buf, size_t size)
+{
+	int fd = hostfs_open_beneath(dfd, name, O_RDONLY | O_DIRECTORY, NULL, 0);
+	ssize_t n = fd;
+
+	if (fd >= 0) {
+		n = attr_read(fd, file, buf, size, ATTR_NOFOLLOW);
+		close(fd);
+	}
+	if (n < 0) {
+		if (n != -FB_ENOENT)
+			PCI_VLOG(sc->lg, "pci: %s/%s: %s", name, file, fb_strerror((int)n));
+		buf[0] = '\0';
+	}
+}
+
+/* The type of group grp (digits), from sys/kernel/iommu_groups/<grp>/type. */
+static void read_group_type(struct scan *sc, const char *grp, char *buf, size_t size)
+{
+	if (sc->gfd == -1) {
+		sc->gfd = hostfs_open(sc->h, "sys/kernel/iommu_groups", O_RDONLY | O_DIRECTORY);
+		if (sc->gfd < 0) {
+			PCI_VLOG(sc->lg, "pci: sys/kernel/iommu_groups: %s", fb_strerror(sc->gfd));
+			sc->gfd = -2;
+		}
+	}
+	if (sc->gfd < 0) {
+		buf[0] = '\0';
+		return;
+	}
+	read_beneath(sc, sc->gfd, grp, "type", buf, size);
+}
+
+/* Upstream's test tree: iommu_group/type and iommu/intel-iommu/version in
+ * plain directories of the device's own. */
+static void read_iommu_dirs(struct scan *sc, struct pci_dev *d)
+{
+	int dfd = openat(sc->fd, d->addr, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (dfd < 0)
+		return;
+	read_beneath(sc, dfd, "iommu_group", "type", d->iommu_group_type, sizeof(d->iommu_group_type));
+	read_beneath(sc, dfd, "iommu/intel-iommu", "version", d->iommu_version, sizeof(d->iommu_version));
+	close(dfd);
+}
+
 static void read_iommu(struct scan *sc, struct pci_dev *d)
 {
 	char p[64];
@@ -343,6 +408,11 @@ static void read_iommu(struct scan *sc, struct pci_dev *d)
 				    sizeof(d->iommu_group));
 	size_t i;
 
+	if (n == -FB_EIO && errno == EINVAL) { /* there, and not a link */
+		d->iommu_group[0] = '\0';
+		read_iommu_dirs(sc, d);
+		return;
+	}
 	if (n < 0 || !all_digits(d->iommu_group)) {
 		if (n != -FB_ENOENT)
 			PCI_VLOG(sc->lg, "pci: %s: not a group", p);
@@ -356,7 +426,7 @@ static void read_iommu(struct scan *sc, struct pci_dev *d)
 	if (i != SIZE_MAX) {
 		memcpy(d->iommu_group_type, sc->grp[i].type, sizeof(d->iommu_group_type));
 	} else {
-		read_opt(sc, d, "iommu_group/type", d->iommu_group_type, sizeof(d->iommu_group_type));
+		read_group_type(sc, d->iommu_group, d->iommu_group_type, sizeof(d->iommu_group_type));
 		/* without room the next member just reads it again */
 		if (ARRAY_GROW(sc->grp, sc->grpcap, sc->ngrp + 1) == 0) {
 			memcpy(sc->grp[sc->ngrp].grp, d->iommu_group, sizeof(d->iommu_group));
@@ -371,11 +441,15 @@ static int key_cmp(const void *key, const void *d)
 	return pci_addr_cmp_(key, ((const struct pci_dev *)d)->addr);
 }
 
-/* Gives iommu/intel-iommu/version to the devices each Intel IOMMU unit in
- * <host>/sys/class/iommu lists (out is sorted). Units without the file
- * (AMD, ARM SMMU) cost one probe; a missing class directory is no IOMMU. */
+/* Gives iommu/intel-iommu/version to the devices each Intel IOMMU unit
+ * lists (out is sorted). The kernel puts every VT-d unit, parentless, in
+ * <host>/sys/devices/virtual/iommu (alloc_iommu), where the class links and
+ * the devices' "iommu" links point; other units (AMD, ARM SMMU) sit under
+ * their own devices and have no intel-iommu directory. Each unit is opened
+ * beneath that directory; a missing one is no Intel IOMMU. */
 struct units_ctx {
-	int fd;                 /* sys/class/iommu */
+	const struct scan *sc;
+	int fd;                 /* sys/devices/virtual/iommu */
 	struct pci_list *out;
 	char ver[sizeof(((struct pci_dev *)0)->iommu_version)];
 };
@@ -394,30 +468,32 @@ static int unit_dev(void *ctx, const char *name, unsigned char type)
 static int unit(void *ctx, const char *name, unsigned char type)
 {
 	struct units_ctx *u = ctx;
-	char p[NAME_MAX + 32];
-	int ufd;
+	int ufd, dfd;
 
 	(void)type;
-	snprintf(p, sizeof(p), "%s/intel-iommu/version", name);
-	if (attr_read(u->fd, p, u->ver, sizeof(u->ver), 0) < 0)
+	ufd = hostfs_open_beneath(u->fd, name, O_RDONLY | O_DIRECTORY, NULL, 0);
+	if (ufd < 0) {
+		PCI_VLOG(u->sc->lg, "pci: iommu unit %s: %s", name, fb_strerror(ufd));
 		return 0;
-	snprintf(p, sizeof(p), "%s/devices", name);
-	ufd = openat(u->fd, p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (ufd < 0)
-		return 0;
-	sysfs_dir_each(ufd, unit_dev, u);
+	}
+	read_beneath(u->sc, ufd, "intel-iommu", "version", u->ver, sizeof(u->ver));
+	dfd = u->ver[0] ? hostfs_open_beneath(ufd, "devices", O_RDONLY | O_DIRECTORY, NULL, 0) : -1;
+	if (dfd >= 0) {
+		sysfs_dir_each(dfd, unit_dev, u);
+		close(dfd);
+	}
 	close(ufd);
 	return 0;
 }
 
 static void read_units(const struct hostfs *h, struct scan *sc, struct pci_list *out)
 {
-	struct units_ctx u = { .out = out };
+	struct units_ctx u = { .sc = sc, .out = out };
 
-	u.fd = hostfs_open(h, "sys/class/iommu", O_RDONLY | O_DIRECTORY);
+	u.fd = hostfs_open(h, "sys/devices/virtual/iommu", O_RDONLY | O_DIRECTORY);
 	if (u.fd < 0) {
 		if (u.fd != -FB_ENOENT)
-			PCI_VLOG(sc->lg, "pci: sys/class/iommu: %s", fb_strerror(u.fd));
+			PCI_VLOG(sc->lg, "pci: sys/devices/virtual/iommu: %s", fb_strerror(u.fd));
 		return;
 	}
 	sysfs_dir_each(u.fd, unit, &u);
@@ -508,6 +584,8 @@ int pci_scan(const struct hostfs *h, unsigned fields, struct pci_list *out, cons
 		return fb_errinfo_set(ei, rc == -FB_E2BIG ? FB_E2BIG : FB_EIO, sys, path, NULL);
 	}
 	sc.fd = rc;
+	sc.gfd = -1;
+	sc.h = h;
 	sc.fields = fields;
 	sc.lg = lg;
 	rc = list_dir(&sc, sc.fd, out);
@@ -531,6 +609,8 @@ int pci_scan(const struct hostfs *h, unsigned fields, struct pci_list *out, cons
 		read_units(h, &sc, out);
 out:
 	free(sc.grp);
+	if (sc.gfd >= 0)
+		close(sc.gfd);
 	close(sc.fd);
 	return rc;
 }
