@@ -20,8 +20,6 @@
  *    /lib/modules/<ver>/build/.config from the container's own root, we
  *    read it under the host prefix like the rest (and /proc/config.gz from
  *    the container's own /proc only under the pod prefix /host-).
- *  - pci.device: an absent <sys>/bus/pci (or usb) directory gives an empty
- *    device list here (pci_scan's contract) where upstream fails the source.
  * Where upstream's versions differ, the reference's commit decides:
  * network instances carry "mtu", system.dmiid has the 16 DMI attributes. */
 #include "nfdsrc_internal.h"

@@ -14,7 +14,10 @@
  * subsystem_vendor, subsystem_device) are always read. */
 enum pci_fields {
 	PCI_SRIOV = 1 << 0,   /* sriov_totalvfs (present or not, and its value) */
-	PCI_IOMMU = 1 << 1,   /* iommu_group (link basename), iommu_group/type, iommu/intel-iommu/version */
+	PCI_IOMMU = 1 << 1,   /* iommu_group, iommu_group/type, iommu/intel-iommu/version: the
+			       * kernel's links (read beneath sys/kernel/iommu_groups and
+			       * sys/devices/virtual/iommu) or plain directories (upstream's
+			       * test tree) */
 	PCI_DRIVER = 1 << 2,  /* driver (link basename) */
 	PCI_NUMA = 1 << 3,    /* numa_node */
 	PCI_BOOT_VGA = 1 << 4,/* boot_vga */
