@@ -66,7 +66,7 @@ class Srv:
         self.p = subprocess.Popen([sys.executable, SERVER, "--dir", d] + list(args),
                                   stdout=self.log, stderr=self.log)
 
-    def wait(self, timeout=20):
+    def wait(self, timeout=120):  # a bound on a hang: a loaded machine starts slowly
         end = time.time() + timeout
         while not os.path.exists(os.path.join(self.dir, "ready")):
             if self.p.poll() is not None:
@@ -128,7 +128,7 @@ class Srv:
     def ctl_proc(self, *args, stdin=None):
         """tests/k8s/ctl as a program."""
         p = subprocess.run([sys.executable, CTL, self.dir] + list(args), input=stdin,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=30)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
         return p.returncode, p.stdout, p.stderr
 
 
@@ -1464,7 +1464,7 @@ k8s_stop
 echo ok
 """ % (HERE, d, d, d, d, tmp, d, tmp, d, d)
     p = subprocess.run(["bash", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True, timeout=40)
+                       text=True, timeout=300)  # four server starts: a hang guard only
     check("start.sh: k8s_start exports K8S_DIR/K8S_PORT/K8S_PID, k8s_ctl works, k8s_stop stops it; "
           "restart on --port keeps tokens, loads --seed, resourceVersions keep growing; "
           "--keep-state keeps objects, users and rules",
