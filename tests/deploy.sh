@@ -189,6 +189,31 @@ else
 fi
 unset FB_CRD_DIR
 
+# NodeFeatureGroup's CRD is upstream's schema without its descriptions: the
+# sha256 of upstream's spec (nfd-api-crds.yaml at 76e6cc8cc, descriptions
+# removed, canonical JSON), read with the test API server's own loader.
+if out=$(python3 - deploy/base/crds/nodefeaturegroup-crd.yaml <<-'EOF' 2>&1
+	import hashlib, importlib.util, json, sys
+	spec = importlib.util.spec_from_file_location("srv", "tests/k8s/server.py")
+	srv = importlib.util.module_from_spec(spec)
+	spec.loader.exec_module(srv)
+	def strip(x):
+	    if isinstance(x, dict):
+	        return {k: strip(v) for k, v in x.items() if k != "description"}
+	    if isinstance(x, list):
+	        return [strip(v) for v in x]
+	    return x
+	doc = srv.yaml_load_all(open(sys.argv[1]).read(), sys.argv[1])[0]
+	h = hashlib.sha256(json.dumps(strip(doc["spec"]), sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+	print(h)
+	sys.exit(h != "4c7d599c225d9e64a395cd91a46487028fcc99295ee061c0e5768b3fa33c8abf")
+EOF
+); then
+	pass "NodeFeatureGroup's CRD schema is upstream's"
+else
+	fail "NodeFeatureGroup's CRD schema is upstream's (sha256 $out)"
+fi
+
 # The server's YAML loader against PyYAML, on every file and rendering.
 if python3 -c 'import yaml' 2>/dev/null; then
 	rm -rf "$W/out" # the mutations rendered their copies there
