@@ -32,6 +32,7 @@
  * - Usage errors are worded by core/opt; no "completion" subcommand. */
 #include "applets.h"
 
+#include "../core/buf.h"
 #include "../core/err.h"
 #include "../core/features.h"
 #include "../core/json.h"
@@ -457,71 +458,61 @@ static struct json **sorted(const struct json *obj, size_t *n)
 
 /* Upstream's sections (taints, labels, extended resources, annotations)
  * with "-Validation errors-" from nfd-master's policy; an "@" value that
- * names nothing is an error (exit 1). */
+ * names nothing is an error (exit 1) and left out, as upstream does. */
 static int print_sections(struct kn *s, const struct rules_out *out, const struct features *f)
 {
 	static const char *const title[K_COUNT] = { "Labels", "Annotations", "Extended Resources", "Taints" };
 	static const int order[K_COUNT] = { K_TAINT, K_LABEL, K_ER, K_ANNOTATION };
 	char why[600], qa[700], qb[700];
+	struct buf lines, bad;
 
-	for (int oi = 0; oi < K_COUNT; oi++) {
-		int k = order[oi], nbad = 0;
+	buf_init(&lines, 0);
+	buf_init(&bad, 0);
+	for (int oi = 0; oi < K_COUNT && !s->oom; oi++) {
+		int k = order[oi];
 		const struct json *m = k == K_LABEL ? out->labels : k == K_ANNOTATION ? out->annotations
 				       : k == K_ER ? out->extended_resources : out->taints;
-		char **bad = NULL;
-		size_t n, badsize = 0;
+		size_t n = json_count(m);
 		struct json **v = k == K_TAINT ? NULL : sorted(m, &n), *kept;
 
-		if (!json_count(m))
-			continue;
-		printf("***\t%s\t***\n", title[k]);
-		if (k == K_TAINT)
-			n = json_count(m);
+		buf_reset(&lines);
+		buf_reset(&bad);
 		for (size_t i = 0; i < n; i++) {
 			const struct json *e = k == K_TAINT ? json_at(m, i) : v ? v[i] : NULL;
 			const char *key = k == K_TAINT ? json_get_str(e, "key", "") : json_key(e);
 			const char *val = k == K_TAINT ? json_get_str(e, "value", "") : json_str(e);
 			int r;
 
-			if (!e)
-				break;
-			if ((r = judge(s, k, k == K_TAINT ? NULL : key, e, f, &kept, why, sizeof(why))) < 0) {
+			if (!e || (r = judge(s, k, k == K_TAINT ? NULL : key, e, f, &kept, why, sizeof(why))) < 0) {
 				s->oom = 1;
 				break;
 			}
 			if (!r && dynamic_failure(val, why)) {
 				errf(s, "failed to get dynamic value for %s %s: %s", k == K_LABEL ? "label" : "extendedResource",
 				     q(key, qa, sizeof(qa)), why);
-				json_free(kept);
 				continue;
 			}
 			if (k == K_TAINT)
-				printf("{%s %s %s <nil>}\n", key, val, json_get_str(e, "effect", ""));
+				buf_printf(&lines, "{%s %s %s <nil>}\n", key, val, json_get_str(e, "effect", ""));
 			else
-				printf("%s=%s\n", key, r && k != K_ANNOTATION ? json_str(json_child(kept)) : val);
-			if (!r && ARRAY_GROW(bad, badsize, (size_t)nbad + 1) == 0) {
-				char line[2000];
-
-				if (k == K_TAINT)
-					snprintf(line, sizeof(line), "invalid taint %s=%s:%s: %s", key, val,
-						 json_get_str(e, "effect", ""), why);
-				else
-					snprintf(line, sizeof(line), "invalid %s %s:%s %s", kind_name[k], q(key, qa, sizeof(qa)),
-						 q(val, qb, sizeof(qb)), why);
-				if ((bad[nbad] = strdup(line)))
-					nbad++;
-			}
+				buf_printf(&lines, "%s=%s\n", key, r && k != K_ANNOTATION ? json_str(json_child(kept)) : val);
+			if (!r && k == K_TAINT)
+				buf_printf(&bad, "invalid taint %s=%s:%s: %s\n", key, val, json_get_str(e, "effect", ""), why);
+			else if (!r)
+				buf_printf(&bad, "invalid %s %s:%s %s\n", kind_name[k], q(key, qa, sizeof(qa)),
+					   q(val, qb, sizeof(qb)), why);
 			json_free(kept);
 		}
-		if (nbad)
-			printf("\t-Validation errors-\n");
-		for (int i = 0; i < nbad; i++) {
-			printf("%s\n", bad[i]);
-			free(bad[i]);
-		}
-		free(bad);
 		free(v);
+		if (lines.err || bad.err)
+			s->oom = 1;
+		if (lines.len)
+			printf("***\t%s\t***\n%s", title[k], lines.p);
+		if (lines.len && bad.len)
+			printf("\t-Validation errors-\n%s", bad.p);
 	}
+	buf_free(&lines);
+	buf_free(&bad);
 	return s->oom ? -FB_ENOMEM : 0;
 }
 
@@ -895,6 +886,9 @@ static int evaluate(struct kn *s, struct eval *ev)
 		for (const struct json *t = json_child(set.taints); t; t = json_next(t))
 			printf("taint %s=%s:%s\n", json_get_str(t, "key", ""), json_get_str(t, "value", ""),
 			       json_get_str(t, "effect", ""));
+		if (!json_count(set.labels) && !json_count(set.annotations) && !json_count(set.extended_resources) &&
+		    !json_count(set.taints))
+			printf("(nothing)\n");
 		nl_set_free(&set);
 	}
 	return rc;
