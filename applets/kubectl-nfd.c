@@ -1141,8 +1141,11 @@ int kubectl_nfd_main(int argc, char **argv)
 		fputs(usage_root, stdout);
 		return fflush(stdout) == 0 ? 0 : 1;
 	}
-	if (strcmp(argv[1], "help") == 0 && (cmd = find_cmd(argv[2])) >= 0) {
-		opt_help(&specs[cmd]);
+	if (strcmp(argv[1], "help") == 0) { /* cobra: an unknown topic gets the root help */
+		if ((cmd = find_cmd(argv[2])) >= 0)
+			opt_help(&specs[cmd]);
+		else
+			fputs(usage_root, stdout);
 		return fflush(stdout) == 0 ? 0 : 1;
 	}
 	if (strcmp(argv[1], "--version") == 0) {

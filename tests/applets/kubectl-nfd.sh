@@ -24,6 +24,8 @@ testing "long flags, -f=, and flags after an operand (pflag)" \
 	"NodeFeatureRule \"$F/example-rule.yaml\" is valid for NodeFeature \"$F/example-nodefeature.json\"\n0\n"
 testing "subcommand --help: exit 0, upstream's flag names" \
 	"$K test --help | grep -c -e '--nodefeaturerule-file' -e '--nodename' -e '--kubeconfig'; echo \$?" "3\n0\n"
+testing "help COMMAND: that command's help; an unknown topic: the root help" \
+	"$K help dryrun | grep -c -e '--nodefeature-file' -e '--explain'; $K help nope | grep -c '^Commands:'; echo \$?" "3\n1\n0\n"
 ln -s "${FBBIN:-featurebox}" "$W/kubectl-nfd"
 testing "chosen by argv[0] kubectl-nfd (kubectl runs it as kubectl nfd)" \
 	"$FBRUN $W/kubectl-nfd validate -f $F/example-rule.yaml | tail -1" "NodeFeatureRule $F/example-rule.yaml is valid\n"
