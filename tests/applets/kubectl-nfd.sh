@@ -187,4 +187,30 @@ k8s_ctl fault --method GET --path "^$NFAPI/nodefeatures\$" --count -1 --status 4
 testing "test: the list refused, exit 1" \
 	"$K test -f $F/example-rule.yaml -n node1 -k $S/kubeconfig-admin 2>&1 >/dev/null | grep -c '^failed to get NodeFeature resources for node \"node1\": '; $K test -f $F/example-rule.yaml -n node1 -k $S/kubeconfig-admin >/dev/null 2>&1; echo \$?" "1\n1\n"
 k8s_ctl clear-faults >/dev/null
+# ---- the explanation's final set is what nfd-master writes ------------------------------------
+# rules.yaml and nodefeature.yaml given to nfd-master on the API server: every
+# label, annotation and extended resource --explain says it would write is on
+# the node, and what it says is refused is not.
+python3 - "$F" "$W" <<'PY'
+import json, sys, yaml
+f, w = sys.argv[1], sys.argv[2]
+with open(f + "/nodefeature.yaml") as fh:
+    json.dump(yaml.safe_load(fh)["spec"], open(w + "/nf-spec.json", "w"))
+with open(f + "/rules.yaml") as fh:
+    for i, d in enumerate(yaml.safe_load_all(fh)):
+        json.dump(d["spec"]["rules"], open("%s/rules-%d.json" % (w, i), "w"))
+PY
+put_node gpu-node-1
+put_nf $NSP gpu-node-1 gpu-node-1 "$(cat "$W/nf-spec.json")"
+put_rule outputs "$(cat "$W/rules-0.json")"
+put_rule second "$(cat "$W/rules-1.json")"
+start_master m
+check "nfd-master labels the node" wait_for 30 has gpu-node-1 "label feature.node.kubernetes.io/kernel-major=6"
+$K dryrun -f $F/rules.yaml -n $F/nodefeature.yaml --explain | sed -n '/^\*\*\* What nfd-master would write/,/^NodeFeatureRule/p' | sed '1d;$d' |
+	sed -e 's/^extended resource /capacity /' >"$W/said"
+testing "--explain's final set is on the node (labels, annotations, extended resources)" \
+	"wc -l <$W/said; while read -r l; do has gpu-node-1 \"\$l\" || echo \"missing: \$l\"; done <$W/said" "5\n"
+testing "... and what it refused is not" \
+	"hasnt gpu-node-1 kubernetes.io/denied && hasnt gpu-node-1 taint && echo absent" "absent\n"
+stop_master m
 done_testing
