@@ -208,10 +208,12 @@ static void read_error(char *out, size_t size, const char *path, int rc, int sys
  * start of the document: line0 lines come before it). */
 static void parse_error(char *out, size_t size, const char *path, const struct fb_errinfo *ei, int line0)
 {
-	int l, c, n = 0;
+	const char *d = ei->detail;
+	char *e;
+	long l = strncmp(d, "line ", 5) == 0 ? strtol(d + 5, &e, 10) : -1;
 
-	if (sscanf(ei->detail, "line %d column %d: %n", &l, &c, &n) == 2 && n > 0)
-		snprintf(out, size, "%s: line %d column %d: %s", path, l + line0, c, ei->detail + n);
+	if (l > 0 && l < 1000000000 && strncmp(e, " column ", 8) == 0)
+		snprintf(out, size, "%s: line %ld%s", path, l + line0, e);
 	else
 		snprintf(out, size, "%s: %s", path, ei->detail[0] ? ei->detail : fb_strerror(ei->code));
 }
