@@ -42,22 +42,14 @@ static void add(struct ex *x, struct json *arr, struct json *v)
 		x->oom = 1;
 }
 
-/* The index of instance attributes a among the feature's instances, -1 when
- * not found. */
-static long inst_index(const struct features *f, const char *feature, const struct json *a)
-{
-	long i = 0;
-
-	for (const struct json *in = json_child(features_instances(f, feature)); in; in = json_next(in), i++)
-		if (json_get(in, "attributes") == a)
-			return i;
-	return -1;
-}
-
-/* The elements m recorded, as [{"name","value"?} | {"instance": N}]. */
+/* The elements m recorded, as [{"name","value"?} | {"instance": N}]. The
+ * engine records instances in their order, so one walk of the feature's
+ * instances finds every index (a node may have thousands). */
 static struct json *elements(struct ex *x, const char *feature)
 {
+	const struct json *all = features_instances(x->f, feature), *cur = json_child(all);
 	struct json *arr = json_new_array();
+	long idx = 0;
 
 	if (!arr) {
 		x->oom = 1;
@@ -72,7 +64,11 @@ static struct json *elements(struct ex *x, const char *feature)
 			break;
 		}
 		if (e->inst) {
-			put(x, o, "instance", json_new_number((double)inst_index(x->f, feature, e->inst)));
+			while (cur && json_get(cur, "attributes") != e->inst)
+				cur = json_next(cur), idx++;
+			put(x, o, "instance", json_new_number(cur ? (double)idx : -1));
+			if (!cur) /* not in order after all: start over for the next */
+				cur = json_child(all), idx = 0;
 		} else {
 			put_str(x, o, "name", e->name ? e->name : "");
 			if (e->value)

@@ -65,6 +65,15 @@ testing "a directory" "$K validate -f $W 2>&1 >/dev/null; echo \$?" \
 printf 'kind: NodeFeature\nspec: {}\n' >"$W/nf-as-rule.yaml"
 testing "a document that is no rule" "$K validate -f $W/nf-as-rule.yaml 2>&1 >/dev/null; echo \$?" \
 	"document 1: kind NodeFeature is not NodeFeatureRule or NodeFeatureGroup\n1\n"
+yes -- --- | head -n 10002 >"$W/many.yaml"
+testing "more than 10000 documents: refused" "$K validate -f $W/many.yaml 2>&1 >/dev/null; echo \$?" \
+	"error reading NodeFeatureRule file: $W/many.yaml: more than 10000 documents\n1\n"
+python3 -c '
+import json
+inst = [{"attributes": {"vendor": "1002", "class": "0380", "device": "%04x" % i}} for i in range(20000)]
+print(json.dumps({"kind": "NodeFeature", "spec": {"features": {"instances": {"pci.device": {"elements": inst}}}}}))' >"$W/big-nf.json"
+testing "20000 instances: --explain shows the first ones and the count" \
+	"$K dryrun -f $F/group.yaml -n $W/big-nf.json --explain | grep -c 'instance 7 {vendor=1002, class=0380, device=0007}, ... (20000 in all)'" "3\n"
 python3 -c 'print("{" * 100000)' >"$W/deep.json"
 testing "JSON nested too deep: an error, no crash" "$K dryrun -f $F/example-rule.yaml -n $W/deep.json >/dev/null 2>&1; echo \$?" "1\n"
 
