@@ -78,4 +78,25 @@ int rules_run(const struct rules *r, struct features *f, struct rules_out *out, 
 void rules_refs(const struct rules *r, void (*fn)(void *ctx, const char *feature, const char *element),
 		void *ctx);
 
+/* ---- rules_explain.c (kubectl-nfd --explain) ------------------------------ */
+
+/* Why rule i of r matches f or not, as a new JSON object (owned by the
+ * caller):
+ *   {"name", "matched": bool, "error"?: compile error,
+ *    "matchAny"?: [M...], "matchFeatures"?: M}
+ *   M = {"matched", "error"?, "terms": [T...]}   (the matcher, as rules_run
+ *       evaluates it)
+ *   T = {"feature", "present", "matched", "error"?, "elements"?: [E...],
+ *        "expressions"?: [X...], "matchName"?: X}   (the term alone)
+ *   X = {"key"?, "op", "values", "type"?, "matched", "error"?,
+ *        "elements"?: [E...] (held for these), "seen"?: [S...] (failed: what
+ *        f has under key)}   (the expression alone)
+ *   E = {"name", "value"?} | {"instance": index}
+ *   S = {"kind": "flag", "present"} | {"kind": "attribute", "value"?} |
+ *       {"kind": "instance", "index", "value"?} | {"kind": "more", "count"}
+ * "matched" of the rule is its matchers' verdict; a template that fails
+ * while running is rules_run's to report. f is not changed. Returns 0,
+ * -FB_EINVAL (no rule i) or -FB_ENOMEM. */
+int rules_explain(const struct rules *r, size_t i, const struct features *f, struct json **out);
+
 #endif
