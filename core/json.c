@@ -838,6 +838,17 @@ size_t json_print_len(const struct json *j)
 	return pb.count;
 }
 
+size_t json_key_print_len(const struct json *member)
+{
+	struct pbuf pb = { .count_only = 1 };
+
+	if (!member || !json_key(member))
+		return 0;
+	buf_init(&pb.b, 0);
+	put_string(&pb, json_key(member), (cj(member)->type & JNUL_NAME) != 0);
+	return pb.count;
+}
+
 void json_truncate(struct json *j, size_t n)
 {
 	enum json_type t = json_type(j);

@@ -102,6 +102,9 @@ void json_sort_keys(struct json *j);
 char *json_print(const struct json *j, size_t *len);
 /* The length json_print would give, without building the string (0 for NULL). */
 size_t json_print_len(const struct json *j);
+/* The length json_print gives the name of member (an object's member),
+ * quotes included; 0 for NULL or a node without a name. */
+size_t json_key_print_len(const struct json *member);
 
 /* Frees the members of an array or object from index n on (no-op for other
  * types or when there are at most n). */
