@@ -478,7 +478,7 @@ static void test_nul(void)
 	struct json *j = P(doc), *k, *d;
 	const struct json *items = json_get(j, "items");
 	char path[64], small[8];
-	char *out;
+	char *out, *s_all;
 
 	T_OK("a string with \\u0000 parses", j != NULL, "refused");
 	T_STR("the other members are as usual", json_get_str(json_at(items, 0), "v", NULL), "plain");
@@ -510,6 +510,12 @@ static void test_nul(void)
 	free(out);
 	out = json_print(json_at(items, 2), NULL);
 	T_STR("a name printed with its mark", out, "{\"name\":\"key\",\"m\":{\"k\\u0000\":\"v\"}}");
+	T_INT("json_key_print_len counts the mark",
+	      json_key_print_len(json_child(json_getv(json_at(items, 2), "m", NULL))), 9);
+	T_INT("json_key_print_len of a plain name", json_key_print_len(json_child(json_at(items, 2))), 6);
+	T_INT("json_key_print_len of NULL", json_key_print_len(NULL), 0);
+	T_INT("json_print_len agrees with the print", json_print_len(j), strlen(s_all = json_print(j, NULL)));
+	free(s_all);
 	free(out);
 	d = json_dup(json_at(items, 1));
 	T_INT("a copy keeps the mark", json_nul_path(d, NULL, 0), 1);
