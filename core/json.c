@@ -14,9 +14,18 @@
  * 9007199254740991 into 9.00719925474099e+15. json_print writes the shortest
  * form that reads back exactly, so print + parse gives an equal tree.
  *
- * Known cJSON traits kept: a \u0000 escape ends a string early (cJSON strings
- * are C strings); numbers are doubles (a number beyond their range, 1e400, is
- * refused rather than turned into an infinity; a built one prints as null). */
+ * A \u0000 escape: cJSON strings are C strings, so cJSON cuts the string at
+ * it. json_check notes which string tokens (keys and values, counted in
+ * document order, the order cJSON builds its nodes in) held one, and after
+ * the parse those nodes carry a private type bit (JNUL_VALUE, JNUL_NAME), so
+ * the cut-short text is never taken for the value: json_type() says
+ * JSON_INVALID and json_str() NULL for such a value, json_nul_path() finds
+ * either kind, and json_print() writes the text up to the NUL followed by
+ * \u0000, so a print and parse round trip keeps the mark (see json.h).
+ *
+ * Known cJSON traits kept: numbers are doubles (a number beyond their range,
+ * 1e400, is refused rather than turned into an infinity; a built one prints
+ * as null). */
 #include "json.h"
 
 #include <cJSON.h>
@@ -33,6 +42,11 @@
 /* cJSON reads at most 63 bytes of a number; a longer one would make it stop
  * mid-number, so the check refuses it first. */
 #define JSON_NUMBER_MAX 63
+
+/* Type bits of ours, above cJSON's (cJSON_IsReference 256, StringIsConst
+ * 512): the string value / the member name held a \u0000 and is cut there. */
+#define JNUL_VALUE (1 << 12)
+#define JNUL_NAME (1 << 13)
 
 static cJSON *cj(const struct json *j)
 {
@@ -51,6 +65,9 @@ struct jchk {
 	size_t len;
 	size_t at;       /* where it failed */
 	const char *why; /* static text */
+	size_t nstr;     /* string tokens (names and values) seen */
+	size_t *nul;     /* the ordinals of those that held \u0000 (owned) */
+	size_t nnul, nul_size;
 };
 
 static int chk_fail(struct jchk *k, size_t at, int code, const char *why)
@@ -93,12 +110,18 @@ static int chk_string(struct jchk *k, size_t *ip)
 {
 	size_t start = *ip, i = start + 1;
 	unsigned u, lo;
+	int nul = 0;
 
 	while (i < k->len) {
 		char c = k->b[i];
 
 		if (c == '"') {
 			*ip = i + 1;
+			if (nul && (ARRAY_GROW(k->nul, k->nul_size, k->nnul + 1) < 0))
+				return chk_fail(k, start, FB_ENOMEM, "out of memory");
+			if (nul)
+				k->nul[k->nnul++] = k->nstr;
+			k->nstr++;
 			return 0;
 		}
 		if (c == '\0')
@@ -138,6 +161,7 @@ static int chk_string(struct jchk *k, size_t *ip)
 				return chk_fail(k, i, FB_EINVAL, "unpaired UTF-16 surrogate in \\u escape");
 			i += 6;
 		}
+		nul |= u == 0;
 		i += 6;
 	}
 	return chk_fail(k, start, FB_EINVAL, "unterminated string");
@@ -307,9 +331,35 @@ void json_line_col_(const char *b, size_t off, int *line, int *col)
 	*col = c;
 }
 
+struct nulmark {
+	const size_t *nul;
+	size_t n, i, ord;
+};
+
+/* Sets JNUL_* on the nodes whose string tokens json_check noted, walking in
+ * document order: a member's name comes before its value. */
+static void mark_nul(cJSON *c, struct nulmark *m)
+{
+	for (; c && m->i < m->n; c = c->next) {
+		if (c->string && m->ord++ == m->nul[m->i]) {
+			c->type |= JNUL_NAME;
+			m->i++;
+		}
+		if ((c->type & 0xFF) == cJSON_String) {
+			if (m->i < m->n && m->ord == m->nul[m->i]) {
+				c->type |= JNUL_VALUE;
+				m->i++;
+			}
+			m->ord++;
+		} else if (c->child) {
+			mark_nul(c->child, m);
+		}
+	}
+}
+
 struct json *json_parse(const char *buf, size_t len, const char *what, struct fb_errinfo *ei)
 {
-	struct jchk k;
+	struct jchk k = { 0 };
 	char detail[160];
 	const char *end = NULL;
 	cJSON *c;
@@ -325,12 +375,19 @@ struct json *json_parse(const char *buf, size_t len, const char *what, struct fb
 	k.len = len;
 	rc = json_check(&k);
 	if (rc < 0) {
+		free(k.nul);
 		json_line_col_(buf, k.at, &line, &col);
 		snprintf(detail, sizeof(detail), "line %d column %d: %s", line, col, k.why);
 		fb_errinfo_set(ei, -rc, 0, what, detail);
 		return NULL;
 	}
 	c = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
+	if (c && k.nnul) {
+		struct nulmark m = { k.nul, k.nnul, 0, 0 };
+
+		mark_nul(c, &m);
+	}
+	free(k.nul);
 	if (!c) {
 		fb_errinfo_set(ei, FB_ENOMEM, 0, what, NULL);
 		return NULL;
@@ -345,7 +402,7 @@ void json_free(struct json *j)
 
 enum json_type json_type(const struct json *j)
 {
-	if (!j)
+	if (!j || (cj(j)->type & JNUL_VALUE))
 		return JSON_INVALID;
 	switch (cj(j)->type & 0xFF) {
 	case cJSON_False:
@@ -493,7 +550,7 @@ static void drop_name(cJSON *c)
 	if (!(c->type & cJSON_StringIsConst))
 		cJSON_free(c->string);
 	c->string = NULL;
-	c->type &= ~cJSON_StringIsConst;
+	c->type &= ~(cJSON_StringIsConst | JNUL_NAME);
 }
 
 int json_set_take(struct json *obj, const char *key, struct json *val)
@@ -507,6 +564,7 @@ int json_set_take(struct json *obj, const char *key, struct json *val)
 		cJSON_Delete(v);
 		return -FB_EINVAL;
 	}
+	v->type &= ~JNUL_NAME; /* it gets the name key */
 	if (cJSON_GetObjectItemCaseSensitive(o, key))
 		ok = cJSON_ReplaceItemInObjectCaseSensitive(o, key, v);
 	else
@@ -535,6 +593,7 @@ int json_add_take(struct json *obj, const char *key, struct json *val)
 		cJSON_Delete(v);
 		return -FB_EINVAL;
 	}
+	v->type &= ~JNUL_NAME;
 	if (!cJSON_AddItemToObject(o, key, v)) {
 		cJSON_Delete(v);
 		return -FB_ENOMEM;
@@ -603,6 +662,8 @@ int json_equal(const struct json *a, const struct json *b)
 	enum json_type t = json_type(a);
 	struct json *ca, *cb;
 
+	if (a && b && (cj(a)->type & cj(b)->type & JNUL_VALUE)) /* both cut at a NUL */
+		return strcmp(cj(a)->valuestring, cj(b)->valuestring) == 0;
 	if (t != json_type(b) || t == JSON_INVALID)
 		return 0;
 	switch (t) {
@@ -678,8 +739,9 @@ static void put_number(struct pbuf *pb, double v)
 	put(pb, num, (size_t)n);
 }
 
-/* The escapes cJSON writes; other bytes (UTF-8 or not) pass through. */
-static void put_string(struct pbuf *pb, const char *s)
+/* The escapes cJSON writes; other bytes (UTF-8 or not) pass through. nul:
+ * the string was cut at a \u0000, which is written back after it. */
+static void put_string(struct pbuf *pb, const char *s, int nul)
 {
 	static const char short_esc[] = "\"\"\\\\\bb\ff\nn\rr\tt"; /* byte, letter */
 	const char *run = s, *m;
@@ -705,6 +767,8 @@ static void put_string(struct pbuf *pb, const char *s)
 		}
 	}
 	put(pb, run, (size_t)(s - run));
+	if (nul)
+		put(pb, "\\u0000", 6);
 	put(pb, "\"", 1);
 }
 
@@ -712,6 +776,10 @@ static void put_value(struct pbuf *pb, const struct json *j)
 {
 	struct json *c;
 
+	if (j && (cj(j)->type & JNUL_VALUE)) {
+		put_string(pb, cj(j)->valuestring, 1);
+		return;
+	}
 	switch (json_type(j)) {
 	case JSON_NULL:
 		put(pb, "null", 4);
@@ -726,7 +794,7 @@ static void put_value(struct pbuf *pb, const struct json *j)
 		put_number(pb, cj(j)->valuedouble);
 		break;
 	case JSON_STRING:
-		put_string(pb, cj(j)->valuestring);
+		put_string(pb, cj(j)->valuestring, 0);
 		break;
 	case JSON_ARRAY:
 	case JSON_OBJECT:
@@ -735,7 +803,7 @@ static void put_value(struct pbuf *pb, const struct json *j)
 			if (c != json_child(j))
 				put(pb, ",", 1);
 			if (json_type(j) == JSON_OBJECT) {
-				put_string(pb, json_key(c) ? json_key(c) : "");
+				put_string(pb, json_key(c) ? json_key(c) : "", (cj(c)->type & JNUL_NAME) != 0);
 				put(pb, ":", 1);
 			}
 			put_value(pb, c);
@@ -767,6 +835,17 @@ size_t json_print_len(const struct json *j)
 		return 0;
 	buf_init(&pb.b, 0);
 	put_value(&pb, j);
+	return pb.count;
+}
+
+size_t json_key_print_len(const struct json *member)
+{
+	struct pbuf pb = { .count_only = 1 };
+
+	if (!member || !json_key(member))
+		return 0;
+	buf_init(&pb.b, 0);
+	put_string(&pb, json_key(member), (cj(member)->type & JNUL_NAME) != 0);
 	return pb.count;
 }
 
@@ -840,4 +919,43 @@ void json_sort_keys(struct json *j)
 		prev = k;
 	}
 	c->child->prev = prev; /* cJSON keeps the last item in the first's prev */
+}
+
+/* Appends ".name" or "[i]" to the path at *len (cut short when it is full). */
+static void path_add(char *path, size_t size, size_t *len, const struct json *c, size_t i)
+{
+	int n;
+
+	if (!path || *len >= size)
+		return;
+	n = json_key(c) ? snprintf(path + *len, size - *len, "%s%s", *len ? "." : "", json_key(c))
+			: snprintf(path + *len, size - *len, "[%zu]", i);
+	*len = n < 0 ? *len : *len + (size_t)n < size ? *len + (size_t)n : size - 1;
+}
+
+static int nul_walk(const struct json *j, char *path, size_t size, size_t len)
+{
+	size_t i = 0;
+
+	for (const struct json *c = json_child(j); c; c = json_next(c), i++) {
+		size_t l = len;
+
+		path_add(path, size, &l, c, i);
+		if ((cj(c)->type & (JNUL_NAME | JNUL_VALUE)) || nul_walk(c, path, size, l))
+			return 1;
+		if (path)
+			path[len] = '\0';
+	}
+	return 0;
+}
+
+int json_nul_path(const struct json *j, char *path, size_t size)
+{
+	if (path && size)
+		path[0] = '\0';
+	if (!j)
+		return 0;
+	if (cj(j)->type & (JNUL_NAME | JNUL_VALUE))
+		return 1;
+	return nul_walk(j, path && size ? path : NULL, size, 0);
 }

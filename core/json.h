@@ -21,6 +21,24 @@ enum json_type { JSON_INVALID, JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, J
  * -FB_EDEPTH, -FB_ENOMEM. Trailing bytes other than whitespace are an error. */
 struct json *json_parse(const char *buf, size_t len, const char *what, struct fb_errinfo *ei);
 
+/* A string holding a \u0000 escape (a NUL character) is not refused by
+ * json_parse, which would lose every other object of a list or watch
+ * stream with it, and is never cut short silently either: such a string
+ * value has json_type() JSON_INVALID and json_str() NULL, so it fails
+ * wherever a string is required; a member name with one reads (json_key)
+ * up to the NUL. json_nul_path() tells whether a tree holds either kind, for
+ * a caller that refuses the whole object with a message naming the field (as
+ * nfd-master refuses such a NodeFeatureRule rule). json_print writes such a
+ * string back as its text up to the NUL followed by \u0000, so the mark
+ * survives a print and parse; what followed the NUL is gone. (Go's decoder,
+ * and so the API server and upstream, keep the bytes; keeping them here
+ * would take length-aware strings in every consumer.) */
+
+/* 1 when j or a node beneath it is a string value or member name that held
+ * \u0000, with its path ("spec.rules[0].annotations.note", relative to j,
+ * "" for j itself; cut to size) in path (may be NULL); 0 when none does. */
+int json_nul_path(const struct json *j, char *path, size_t size);
+
 /* Frees a root (safe with NULL). Never call on a borrowed node. */
 void json_free(struct json *j);
 
@@ -84,6 +102,9 @@ void json_sort_keys(struct json *j);
 char *json_print(const struct json *j, size_t *len);
 /* The length json_print would give, without building the string (0 for NULL). */
 size_t json_print_len(const struct json *j);
+/* The length json_print gives the name of member (an object's member),
+ * quotes included; 0 for NULL or a node without a name. */
+size_t json_key_print_len(const struct json *member);
 
 /* Frees the members of an array or object from index n on (no-op for other
  * types or when there are at most n). */

@@ -112,7 +112,7 @@ uint64_t nfstore_hash_walk(const struct json *j, uint64_t h, size_t *size)
 		for (const struct json *c = json_child(j); c; c = json_next(c)) {
 			if (t == JSON_OBJECT) {
 				h = fnv_(json_key(c), strlen(json_key(c)) + 1, h);
-				n += json_str_size(json_key(c)) + 1;
+				n += json_key_print_len(c) + 1; /* a name cut at a \u0000 prints its mark */
 			}
 			n += c != json_child(j); /* the comma */
 			h = nfstore_hash_walk(c, h, size);
@@ -122,8 +122,8 @@ uint64_t nfstore_hash_walk(const struct json *j, uint64_t h, size_t *size)
 		h = fnv_("s", 1, h);
 		h = fnv_(json_str(j), strlen(json_str(j)) + 1, h);
 		n = json_str_size(json_str(j));
-	} else if (t != JSON_INVALID) {
-		char *p = json_print(j, &n); /* null, true, 1.5 */
+	} else if (j) {
+		char *p = json_print(j, &n); /* null, true, 1.5, a string that held \u0000 (json.h) */
 
 		if (p)
 			h = fnv_(p, n, h);

@@ -17,7 +17,14 @@
  *   functions lower upper trim replace printf (%s %d %v %%) eq ne not and
  *   or index. Anything else is a compile error naming it. lower/upper/trim
  *   work on ASCII only.
- * - matchOn (legacy custom rules) is refused. */
+ * - matchOn (legacy custom rules) is refused.
+ * - A rule with a string that held \u0000 (see json.h) is refused, its
+ *   message naming the field; upstream keeps the NUL in the string.
+ *
+ * As upstream, a taint with an empty (or missing) key or effect does not
+ * break its rule: rules_out carries it and nfd-master's policy
+ * (nodelabels' filter, upstream's filterTaints) drops that taint alone with
+ * a logged "ignoring taint". */
 #include "rules_int.h"
 
 #include "err.h"
@@ -356,12 +363,17 @@ static int compile_taints(struct cc *c, struct kvs *kv, const struct json *j)
 	if (kvs_alloc(c, kv, n) < 0)
 		return -FB_ENOMEM;
 	for (const struct json *t = json_child(j); t; t = json_next(t), kv->n++) {
-		const char *key = json_get_str(t, "key", NULL), *effect = json_get_str(t, "effect", NULL);
-		const char *value = json_get_str(t, "value", "");
+		const struct json *k = json_get(t, "key"), *e = json_get(t, "effect"), *v = json_get(t, "value");
+		const char *key = given(k) ? json_str(k) : "", *effect = given(e) ? json_str(e) : "";
+		const char *value = given(v) ? json_str(v) : "";
 		char *ev;
 
-		if (!key || !effect || !*key || !*effect)
-			return bad(c, "taints[%zu]: key and effect are required", kv->n);
+		/* an empty or missing key or effect is kept, as upstream: the
+		 * taint alone is dropped, logged, when nfd-master applies it */
+		if (json_type(t) != JSON_OBJECT)
+			return bad(c, "taints[%zu] must be a map", kv->n);
+		if (!key || !effect || !value)
+			return bad(c, "taints[%zu]: %s must be a string", kv->n, !key ? "key" : !effect ? "effect" : "value");
 		if (!(kv->k[kv->n] = copy(c, key)) ||
 		    !(ev = rules_zalloc_(&c->r->ar, strlen(effect) + strlen(value) + 2)))
 			return -FB_ENOMEM;
@@ -386,10 +398,14 @@ static int compile_tmpl(struct cc *c, struct rule *ru, struct tnode **out, const
 static int compile_rule(struct cc *c, struct rule *ru, const struct json *j)
 {
 	const struct json *any = member(c, j, "matchAny");
+	char path[96];
 	int rc;
 
 	if (json_type(j) != JSON_OBJECT)
 		return bad(c, "a rule must be an object");
+	if (json_nul_path(j, path, sizeof(path)))
+		return bad(c, "%s holds a \\u0000 (NUL character), which featurebox does not keep: rule refused",
+			   path);
 	if (c->d == RULES_CUSTOM && member(c, j, "matchOn"))
 		return bad(c, "legacy matchOn rules are not supported: use matchFeatures");
 	if ((rc = compile_kvs(c, &ru->labels, member(c, j, "labels"), "labels")) < 0 ||

@@ -139,7 +139,9 @@ int rules_tmpl_parse_(struct arena *ar, const char *src, const char *what, struc
 
 /* ---- what a matcher matched: the templates' data ----------------------- */
 
-/* A matched element: a flag (name), an attribute (name, value) or an
+/* A matched element: a flag (name; value NULL: upstream's {Name} has no
+ * Value), an attribute (name, value; "" for one matched absent, by
+ * DoesNotExist or the any-op, as upstream's {Name, Value: values[n]}) or an
  * instance (its attributes object). */
 struct elem {
 	const char *name, *value;

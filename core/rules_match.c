@@ -182,7 +182,7 @@ static int match_multi(const struct term *t, const struct json *fl, const struct
 			if ((mv = eval(e, v != NULL, json_str(v), msg)) < 0)
 				return mv;
 			if (mv && m)
-				md_add(m, e->key, json_str(v), NULL);
+				md_add(m, e->key, json_str(v) ? json_str(v) : "", NULL); /* upstream: values[n] */
 			else if (!mv && e->op == OP_DNE)
 				kv = 0;
 		}

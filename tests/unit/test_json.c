@@ -467,6 +467,71 @@ static void test_truncate(void)
 	T_OK("truncate NULL: no-op", 1, "%s", "");
 }
 
+/* A \u0000 escape: never a string cut short at the NUL. The value is
+ * marked (no string, json_nul_path names it), the rest of the document is
+ * as usual, and print + parse keeps the mark. */
+static void test_nul(void)
+{
+	static const char doc[] = "{\"items\":[{\"name\":\"ok\",\"v\":\"plain\"},"
+				  "{\"name\":\"bad\",\"spec\":{\"a\":\"x\",\"note\":\"abc\\u0000def\"}},"
+				  "{\"name\":\"key\",\"m\":{\"k\\u0000y\":\"v\"}}],\"pair\":\"\\ud83d\\ude00\\u0001\"}";
+	struct json *j = P(doc), *k, *d;
+	const struct json *items = json_get(j, "items");
+	char path[64], small[8];
+	char *out, *s_all;
+
+	T_OK("a string with \\u0000 parses", j != NULL, "refused");
+	T_STR("the other members are as usual", json_get_str(json_at(items, 0), "v", NULL), "plain");
+	T_STR("the same object's other members too",
+	      json_get_str(json_getv(json_at(items, 1), "spec", NULL), "a", NULL), "x");
+	T_OK("the value with the NUL is no string",
+	     !json_str(json_getv(json_at(items, 1), "spec", "note", NULL)), "got \"%s\"",
+	     json_str(json_getv(json_at(items, 1), "spec", "note", NULL)));
+	T_INT("nor of any type", json_type(json_getv(json_at(items, 1), "spec", "note", NULL)), JSON_INVALID);
+	T_INT("json_get_str falls back", json_get_str(json_getv(json_at(items, 1), "spec", NULL), "note", NULL) == NULL, 1);
+	T_INT("found in the document", json_nul_path(j, path, sizeof(path)), 1);
+	T_STR("named by its path", path, "items[1].spec.note");
+	T_INT("not in a clean item", json_nul_path(json_at(items, 0), path, sizeof(path)), 0);
+	T_STR("clean: empty path", path, "");
+	T_INT("a member name with one", json_nul_path(json_at(items, 2), path, sizeof(path)), 1);
+	T_STR("the name's path (up to the NUL)", path, "m.k");
+	T_INT("NULL path buffer", json_nul_path(j, NULL, 0), 1);
+	T_INT("cut path", json_nul_path(j, small, sizeof(small)), 1);
+	T_STR("cut path text", small, "items[1");
+	T_INT("of NULL", json_nul_path(NULL, path, sizeof(path)), 0);
+	T_STR("a surrogate pair and \\u0001 are no NUL", json_get_str(j, "pair", NULL), "\xf0\x9f\x98\x80\x01");
+	out = json_print(json_at(items, 1), NULL);
+	T_STR("printed: the text up to the NUL and the mark", out,
+	      "{\"name\":\"bad\",\"spec\":{\"a\":\"x\",\"note\":\"abc\\u0000\"}}");
+	k = out ? json_parse(out, strlen(out), "printed", NULL) : NULL;
+	T_INT("reparsed: still marked", json_nul_path(k, path, sizeof(path)), 1);
+	T_STR("reparsed: same path", path, "spec.note");
+	T_INT("equal to the original", json_equal(k, json_at(items, 1)), 1);
+	free(out);
+	out = json_print(json_at(items, 2), NULL);
+	T_STR("a name printed with its mark", out, "{\"name\":\"key\",\"m\":{\"k\\u0000\":\"v\"}}");
+	T_INT("json_key_print_len counts the mark",
+	      json_key_print_len(json_child(json_getv(json_at(items, 2), "m", NULL))), 9);
+	T_INT("json_key_print_len of a plain name", json_key_print_len(json_child(json_at(items, 2))), 6);
+	T_INT("json_key_print_len of NULL", json_key_print_len(NULL), 0);
+	T_INT("json_print_len agrees with the print", json_print_len(j), strlen(s_all = json_print(j, NULL)));
+	free(s_all);
+	free(out);
+	d = json_dup(json_at(items, 1));
+	T_INT("a copy keeps the mark", json_nul_path(d, NULL, 0), 1);
+	json_free(d);
+	/* a marked member moved under a new name loses the name's mark */
+	d = json_dup(json_get(json_getv(json_at(items, 2), "m", NULL), "k"));
+	T_INT("a copy of a member is no member", json_nul_path(d, NULL, 0), 0);
+	json_free(d);
+	json_free(k);
+	json_free(j);
+	j = P("\"\\u0000\"");
+	T_INT("a lone NUL string is marked", json_nul_path(j, path, sizeof(path)), 1);
+	T_STR("its path is the root", path, "");
+	json_free(j);
+}
+
 int main(void)
 {
 	t_suite = "json";
@@ -478,5 +543,6 @@ int main(void)
 	test_build();
 	test_equal();
 	test_truncate();
+	test_nul();
 	return t_done();
 }

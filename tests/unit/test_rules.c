@@ -140,6 +140,24 @@ static const struct tcase cases[] = {
 	{ "attr Exists", NFR, R1("cpu.model", "{'family': {'op': 'Exists'}}"), YES },
 	{ "attr DoesNotExist", NFR, R1("cpu.model", "{'stepping': {'op': 'DoesNotExist'}}"), YES },
 	{ "attr DoesNotExist, present", NFR, R1("cpu.model", "{'family': {'op': 'DoesNotExist'}}"), NO },
+	/* upstream records {Name: n, Value: values[n]}: Value "" for an absent
+	 * attribute, so a template may read it */
+	{ "attr DoesNotExist: the matched element has an empty Value", NFR,
+	  "{'name': 'r', 'matchFeatures': [" M("cpu.model", "{'stepping': {'op': 'DoesNotExist'}}") "],"
+	  " 'labelsTemplate': '{{range .cpu.model}}dne-{{.Name}}=v{{.Value}}{{end}}'}",
+	  "{'labels':{'dne-stepping':'v'}}" },
+	{ "attr Any on an absent attribute: empty Value", NFR,
+	  "{'name': 'r', 'matchFeatures': [" M("cpu.model", "{'stepping': {'op': ''}, 'family': {'op': 'In', 'value': ['6']}}") "],"
+	  " 'labelsTemplate': '{{range .cpu.model}}{{.Name}}=[{{.Value}}]\n{{end}}'}",
+	  "{'labels':{'family':'[6]','stepping':'[]'}}" },
+	{ "union DoesNotExist: a flag element (no Value) and an attribute element", NFR,
+	  "{'name': 'r', 'matchFeatures': [" M("fake.both", "{'other': {'op': 'DoesNotExist'}}") "],"
+	  " 'labelsTemplate': '{{range .fake.both}}{{.Name}}{{end}}={{range .fake.both}}{{index . \\\"Value\\\"}}.{{end}}'}",
+	  "{'labels':{'otherother':'..'}}" }, /* index of a missing key: "" */
+	{ "union DoesNotExist: .Value of the flag element is an error, as upstream", NFR,
+	  "{'name': 'r', 'matchFeatures': [" M("fake.both", "{'other': {'op': 'DoesNotExist'}}") "],"
+	  " 'labelsTemplate': '{{range .fake.both}}x=[{{.Value}}]{{end}}'}",
+	  NO, "map has no entry for key \"Value\"" },
 	{ "attr Gt", NFR, R1("cpu.model", "{'id': {'op': 'Gt', 'value': ['84']}}"), YES },
 	{ "attr Gt equal", NFR, R1("cpu.model", "{'id': {'op': 'Gt', 'value': ['85']}}"), NO },
 	{ "attr Ge equal", NFR, R1("cpu.model", "{'id': {'op': 'Ge', 'value': ['85']}}"), YES },
@@ -443,7 +461,28 @@ static const struct tcase cases[] = {
 	  "[{'name': 'a', 'labels': {'x': '1', 'y': '1'}, 'taints': [{'key': 'k', 'effect': 'NoSchedule'}]},"
 	  " {'name': 'b', 'labels': {'x': '2'}, 'taints': [{'key': 'k', 'effect': 'NoSchedule'}]}]",
 	  "{'labels':{'x':'2','y':'1'},'taints':[{'key':'k','effect':'NoSchedule'},{'key':'k','effect':'NoSchedule'}]}" },
-	{ "taint without effect", NFR, "{'name': 'r', 'taints': [{'key': 'k'}]}", NO, "r: taints[0]: key and effect are required" },
+	/* upstream keeps a rule whose taint has an empty key or effect: nfd-master
+	 * drops that taint alone when applying (nodelabels' filter) */
+	{ "taints with an empty or missing effect or key keep the rule", NFR,
+	  "{'name': 'r', 'labels': {'a': '1'}, 'annotations': {'x': 'y'},"
+	  " 'taints': [{'key': 'k'}, {'key': 'k2', 'effect': ''}, {'key': '', 'effect': 'NoSchedule'},"
+	  " {'effect': 'NoExecute', 'value': 'v'}, {'key': 'ok', 'effect': 'NoSchedule'}]}",
+	  "{'labels':{'a':'1'},'annotations':{'x':'y'},'taints':[{'key':'k','effect':''},{'key':'k2','effect':''},"
+	  "{'key':'','effect':'NoSchedule'},{'key':'','value':'v','effect':'NoExecute'},{'key':'ok','effect':'NoSchedule'}]}" },
+	{ "taint key not a string", NFR, "{'name': 'r', 'taints': [{'key': 1, 'effect': 'NoSchedule'}]}", NO,
+	  "r: taints[0]: key must be a string" },
+	{ "taint not a map", NFR, "{'name': 'r', 'taints': ['k']}", NO, "r: taints[0] must be a map" },
+	/* a string that held \u0000 (json.h): the rule is refused naming the
+	 * field, never applied with the value cut at the NUL */
+	{ "a NUL in an annotation refuses that rule only", NFR,
+	  "[{'name': 'r', 'annotations': {'note': 'abc\\u0000def'}, 'labels': {'a': '1'}},"
+	  " {'name': 's', 'labels': {'b': '1'}}]",
+	  "{'labels':{'b':'1'}}", "r: annotations.note holds a \\u0000 (NUL character)" },
+	{ "a NUL in a member name refuses the rule", NFR,
+	  "{'name': 'r', 'labels': {'a\\u0000b': '1'}}", NO, "r: labels.a holds a \\u0000" },
+	{ "a NUL in an expression value refuses the rule", NFR,
+	  R1("cpu.model", "{'vendor_id': {'op': 'In', 'value': ['Intel\\u0000x']}}"), NO,
+	  "r: matchFeatures[0].matchExpressions.vendor_id.value[0] holds" },
 
 	/* ---- back-references ---- */
 	{ "rule.matched: labels and vars of earlier rules", NFR,
