@@ -308,7 +308,7 @@ static int var_known(struct tp *t, const char *s, size_t len)
 static int parse_number(struct tp *t, const struct tok *k, struct targ *a)
 {
 	char num[80], *e, *d = num;
-	int neg = 0, base = 10;
+	int base = 10;
 	const char *s = k->s, *end = k->s + k->len;
 
 	if (k->len >= sizeof(num))
@@ -319,26 +319,22 @@ static int parse_number(struct tp *t, const struct tok *k, struct targ *a)
 	*d = 0;
 	d = num;
 	if (*d == '+' || *d == '-')
-		neg = *d++ == '-';
+		d++;
 	if (d[0] == '0' && strchr("xXoObB", d[1]) && d[1])
 		base = strchr("xX", d[1]) ? 16 : strchr("oO", d[1]) ? 8 : 2;
 	else if (d[0] == '0' && isdigit((unsigned char)d[1]))
 		base = 8;
+	if (strchr("iI", k->s[k->len - 1]))
+		return tp_bad(t, "complex number %.*s is not supported", (int)k->len, k->s);
 	if (!strpbrk(d, ".pP") && !(base == 10 && strpbrk(d, "eE"))) {
-		unsigned long long u;
-
-		errno = 0;
-		u = strtoull(base == 10 || (base == 8 && isdigit((unsigned char)d[1])) ? d : d + 2, &e, base);
-		if (*e || errno || u > (unsigned long long)LLONG_MAX + (unsigned long long)neg ||
-		    (base != 10 && !isdigit((unsigned char)d[1]) && !d[2]))
+		if (tmpl_parse_int_(k->s, k->len, &a->i) < 0)
 			return tp_bad(t, "illegal number syntax: %.*s", (int)k->len, k->s);
 		a->kind = A_INT;
-		a->i = neg ? (long long)(0 - u) : (long long)u;
 		return 0;
 	}
 	errno = 0;
 	a->f = strtod(num, &e);
-	if (*e || base == 8 || base == 2 || !isfinite(a->f))
+	if (*e || base == 2 || (base == 8 && !isdigit((unsigned char)d[1])) || !isfinite(a->f))
 		return tp_bad(t, "illegal number syntax: %.*s", (int)k->len, k->s);
 	a->kind = A_FLOAT;
 	if (a->f == floor(a->f) && fabs(a->f) < 9.2e18) {

@@ -364,9 +364,7 @@ static int arg_for(struct run *r, char p, const struct targ *a, const struct tva
 				return (*res = &tmpl_nil_), 0;
 			return tmpl_bad_(x, "can't handle %s for arg of type map[string]interface {}",
 					 literal_text(a, lit, sizeof(lit)));
-		case 'v':
-			if (a->kind == A_NIL)
-				return tmpl_bad_(x, "cannot assign nil to reflect.Value");
+		case 'v': /* Go's built-ins take nil */
 			break;
 		}
 		return eval_arg(r, a, dot, res);
@@ -375,9 +373,8 @@ static int arg_for(struct run *r, char p, const struct targ *a, const struct tva
 		return rc;
 	*res = v;
 	if (v->k == VK_NIL) {
-		if (p == 's' || p == 'i' || p == 'b' || p == 'v')
-			return tmpl_bad_(x, "invalid value; expected %s",
-					 p == 's' ? "string" : p == 'i' ? "int" : p == 'b' ? "bool" : "reflect.Value");
+		if (p == 's' || p == 'i' || p == 'b')
+			return tmpl_bad_(x, "invalid value; expected %s", p == 's' ? "string" : p == 'i' ? "int" : "bool");
 		return 0;
 	}
 	if ((p == 's' && strcmp(v->type, "string") != 0) || (p == 'i' && strcmp(v->type, "int") != 0) ||

@@ -113,20 +113,60 @@ static void pad(struct buf *o, const struct spec *sp, const char *s, size_t len,
 	buf_put(o, s, len);
 }
 
-/* strconv.Quote for ASCII and valid UTF-8 */
+/* The rune of the UTF-8 sequence at s (len bytes left) and its length;
+ * -1 for an invalid byte. */
+long tmpl_rune_(const char *s, size_t len, size_t *n)
+{
+	unsigned char c = (unsigned char)s[0];
+	size_t need = c < 0x80 ? 1 : c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+	long r = need == 1 ? c : need == 2 ? c & 0x1f : need == 3 ? c & 0x0f : c & 0x07;
+
+	*n = 1;
+	if (!need || need > len)
+		return -1;
+	for (size_t i = 1; i < need; i++) {
+		if (((unsigned char)s[i] & 0xc0) != 0x80)
+			return -1;
+		r = r << 6 | ((unsigned char)s[i] & 0x3f);
+	}
+	if ((need == 3 && (r < 0x800 || (r >= 0xd800 && r < 0xe000))) || (need == 4 && (r < 0x10000 || r > 0x10ffff)))
+		return -1;
+	*n = need;
+	return r;
+}
+
+/* unicode.IsPrint for the runes above ASCII, as far as labels meet them:
+ * the C1 controls, the non-ASCII spaces, format and separator characters
+ * are not printable. */
+int tmpl_printable_(long r)
+{
+	if (r < 0x80)
+		return r >= 0x20 && r < 0x7f;
+	return !((r >= 0x80 && r <= 0xa0) || r == 0xad || r == 0x1680 || (r >= 0x2000 && r <= 0x200f) ||
+		 (r >= 0x2028 && r <= 0x202f) || (r >= 0x205f && r <= 0x206f) || r == 0x3000 || r == 0xfeff ||
+		 (r >= 0xfff9 && r <= 0xfffb) || (r >= 0xe000 && r <= 0xf8ff) || (r & 0xfffe) == 0xfffe);
+}
+
+/* strconv.Quote */
 static void quote(struct buf *o, const char *s, size_t len)
 {
 	buf_putc(o, '"');
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-		const char *e = strchr("\a\b\f\n\r\t\v\\\"", c);
+	for (size_t i = 0, n; i < len; i += n) {
+		long r = tmpl_rune_(s + i, len - i, &n);
+		const char *e = r > 0 && r < 0x80 ? strchr("\a\b\f\n\r\t\v\\\"", (int)r) : NULL;
 
-		if (c && e)
+		if (e)
 			buf_printf(o, "\\%c", "abfnrtv\\\""[e - "\a\b\f\n\r\t\v\\\""]);
-		else if (c < 0x20 || c == 0x7f)
-			buf_printf(o, "\\x%02x", c);
+		else if (r < 0)
+			buf_printf(o, "\\x%02x", (unsigned char)s[i]);
+		else if (tmpl_printable_(r))
+			buf_put(o, s + i, n);
+		else if (r < 0x80)
+			buf_printf(o, "\\x%02lx", r);
+		else if (r < 0x10000)
+			buf_printf(o, "\\u%04lx", r);
 		else
-			buf_putc(o, (char)c);
+			buf_printf(o, "\\U%08lx", r);
 	}
 	buf_putc(o, '"');
 }
@@ -167,13 +207,16 @@ static void fmt_float(struct buf *o, const struct spec *sp, double f)
 	struct buf b;
 	int n;
 
-	if (sp->verb == 'v' || (sp->verb == 'g' && sp->prec < 0)) {
+	if (sp->verb == 'v' || ((sp->verb == 'g' || sp->verb == 'G') && sp->prec < 0)) {
 		buf_init(&b, 0);
 		if (sp->plus && f >= 0)
 			buf_putc(&b, '+');
 		else if (sp->space && f >= 0)
 			buf_putc(&b, ' ');
 		put_float(&b, f);
+		for (size_t i = 0; sp->verb == 'G' && b.p && i < b.len; i++)
+			if (b.p[i] == 'e')
+				b.p[i] = 'E';
 		if (b.p)
 			pad(o, sp, b.p, b.len, 1);
 		buf_free(&b);
@@ -213,7 +256,7 @@ static int fmt_one(struct tx *x, struct buf *o, const struct spec *sp, const str
 		return 0;
 	}
 	if (a->k == VK_NIL) {
-		if (v == 'v' || v == 's')
+		if (v == 'v')
 			pad(o, sp, "<nil>", 5, 0);
 		else
 			bad_verb(o, v, a);
@@ -288,8 +331,16 @@ static int fmt_one(struct tx *x, struct buf *o, const struct spec *sp, const str
 	case 'o':
 	case 'b':
 	case 'c':
+	case 'U':
 		if (!is_int(a)) {
 			bad_verb(o, v, a);
+		} else if (v == 'U') {
+			char u[32];
+
+			snprintf(u, sizeof(u), "U+%04llX", (unsigned long long)a->i);
+			if (a->i < 0)
+				return tmpl_bad_(x, "printf: %%U of a negative number is not supported");
+			pad(o, sp, u, strlen(u), 0);
 		} else if (v == 'c') {
 			char c[8];
 			size_t n = a->i >= 0 && a->i < 0x80 ? 1 : 0;
@@ -311,7 +362,7 @@ static int fmt_one(struct tx *x, struct buf *o, const struct spec *sp, const str
 
 			buf_init(&b, 0);
 			for (size_t i = 0; i < a->len; i++)
-				buf_printf(&b, v == 'x' ? "%02x" : "%02X", (unsigned char)a->s[i]);
+				buf_printf(&b, v == 'x' ? "%s%02x" : "%s%02X", i && sp->space ? " " : "", (unsigned char)a->s[i]);
 			buf_putc(&b, 0);
 			if (b.p)
 				pad(o, sp, b.p, b.len - 1, 0);
@@ -321,8 +372,10 @@ static int fmt_one(struct tx *x, struct buf *o, const struct spec *sp, const str
 		}
 		return 0;
 	case 'e':
+	case 'E':
 	case 'f':
 	case 'g':
+	case 'G':
 		if (a->k == VK_FLOAT)
 			fmt_float(o, sp, a->f);
 		else
@@ -337,7 +390,7 @@ int tmpl_sprintf_(struct tx *x, struct buf *o, const struct tval *f, const struc
 {
 	const char *p = f->s, *end = f->s + f->len;
 	size_t ai = 0;
-	int rc;
+	int rc, reordered = 0;
 
 	while (p < end) {
 		const char *pct = memchr(p, '%', (size_t)(end - p));
@@ -355,17 +408,36 @@ int tmpl_sprintf_(struct tx *x, struct buf *o, const struct tval *f, const struc
 			sp.zero |= *p == '0';
 			sp.sharp |= *p == '#';
 		}
+		if (p < end && *p == '[') { /* %[n]d: the n-th argument next */
+			size_t k = 0;
+
+			for (p++; p < end && isdigit((unsigned char)*p) && k < 1000; p++)
+				k = k * 10 + (size_t)(*p - '0');
+			if (p == end || *p != ']' || k == 0 || k > n)
+				return tmpl_bad_(x, "printf: a bad argument index is not supported");
+			p++;
+			ai = k - 1;
+			reordered = 1;
+		}
+		if (p < end && *p == '*') { /* the width from an int argument */
+			p++;
+			if (ai >= n || !is_int(a[ai]) || a[ai]->i > 10000 || a[ai]->i < -10000)
+				return tmpl_bad_(x, "printf: a bad * width is not supported");
+			sp.width = (int)a[ai++]->i;
+			if (sp.width < 0) {
+				sp.minus = 1;
+				sp.width = -sp.width;
+			}
+		}
 		if (sp.minus)
 			sp.zero = 0;
-		if (p < end && *p == '*')
-			return tmpl_bad_(x, "printf: * widths are not supported");
 		for (; p < end && isdigit((unsigned char)*p) && sp.width < 10000; p++)
 			sp.width = sp.width * 10 + (*p - '0');
 		if (p < end && *p == '.')
 			for (sp.prec = 0, p++; p < end && isdigit((unsigned char)*p) && sp.prec < 10000; p++)
 				sp.prec = sp.prec * 10 + (*p - '0');
 		if (p < end && (*p == '[' || *p == '*'))
-			return tmpl_bad_(x, "printf: argument indexes are not supported");
+			return tmpl_bad_(x, "printf: argument indexes and * after the width are not supported");
 		if (p == end) {
 			buf_puts(o, "%!(NOVERB)");
 			break;
@@ -375,7 +447,7 @@ int tmpl_sprintf_(struct tx *x, struct buf *o, const struct tval *f, const struc
 			buf_putc(o, '%');
 			continue;
 		}
-		if ((unsigned char)sp.verb >= 0x80 || !strchr("vsdqtxXobcefgT", sp.verb))
+		if ((unsigned char)sp.verb >= 0x80 || !strchr("vsdqtxXobcUeEfgGT", sp.verb))
 			return tmpl_bad_(x, "printf: verb %%%c is not supported", sp.verb);
 		if (ai >= n) {
 			buf_printf(o, "%%!%c(MISSING)", sp.verb);
@@ -384,7 +456,7 @@ int tmpl_sprintf_(struct tx *x, struct buf *o, const struct tval *f, const struc
 		if ((rc = fmt_one(x, o, &sp, a[ai++])) < 0)
 			return rc;
 	}
-	if (ai < n) {
+	if (ai < n && !reordered) {
 		buf_puts(o, "%!(EXTRA ");
 		for (size_t i = ai; i < n; i++) {
 			if (i > ai)

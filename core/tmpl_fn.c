@@ -18,6 +18,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <regex.h>
 #include <stdio.h>
@@ -218,7 +219,16 @@ static int escape(struct tx *x, const struct tval **a, size_t n, const struct tv
 
 			r ? buf_puts(&b, r) : buf_putc(&b, (char)c);
 		} else if (how == 'j') {
-			if (c == '\\' || c == '\'' || c == '"')
+			size_t rn;
+			long r = c >= 0x80 ? tmpl_rune_(in.p + i, in.len - i, &rn) : 0;
+
+			if (c >= 0x80 && r >= 0 && tmpl_printable_(r)) {
+				buf_put(&b, in.p + i, rn);
+				i += rn - 1;
+			} else if (c >= 0x80) {
+				buf_printf(&b, "\\u%04lX", r < 0 ? 0xfffdL : r);
+				i += rn - 1;
+			} else if (c == '\\' || c == '\'' || c == '"')
 				buf_printf(&b, "\\%c", c);
 			else if (c < ' ' || c == '<' || c == '>' || c == '&' || c == '=')
 				buf_printf(&b, "\\u%04X", c);
@@ -1002,6 +1012,82 @@ F(fn_ternary)
 
 /* ---- Sprig: numbers (cast.ToInt64: failures are 0) --------------------- */
 
+/* Go's underscoreOK: '_' only between digits (or after a base prefix). */
+static int underscore_ok(const char *s, size_t len)
+{
+	char saw = '^';
+	size_t i = 0;
+	int hex = 0;
+
+	if (len && (s[0] == '-' || s[0] == '+'))
+		s++, len--;
+	if (len >= 2 && s[0] == '0' && strchr("bBoOxX", s[1])) {
+		i = 2;
+		saw = '0';
+		hex = s[1] == 'x' || s[1] == 'X';
+	}
+	for (; i < len; i++) {
+		if (isdigit((unsigned char)s[i]) || (hex && isxdigit((unsigned char)s[i]))) {
+			saw = '0';
+		} else if (s[i] == '_') {
+			if (saw != '0')
+				return 0;
+			saw = '_';
+		} else {
+			if (saw == '_')
+				return 0;
+			saw = '!';
+		}
+	}
+	return saw != '_';
+}
+
+int tmpl_parse_int_(const char *s, size_t len, long long *out)
+{
+	unsigned long long u = 0, lim;
+	int neg = 0, base = 10, under = 0;
+	const char *all = s;
+	size_t alllen = len;
+
+	if (len && (s[0] == '-' || s[0] == '+'))
+		neg = s[0] == '-', s++, len--;
+	if (!len)
+		return -1;
+	if (s[0] == '0') {
+		if (len >= 3 && strchr("bBoOxX", s[1])) {
+			base = s[1] == 'b' || s[1] == 'B' ? 2 : s[1] == 'o' || s[1] == 'O' ? 8 : 16;
+			s += 2, len -= 2;
+		} else {
+			base = 8;
+			s++, len--;
+		}
+	}
+	for (size_t i = 0; i < len; i++) {
+		int c = (unsigned char)s[i], d = isdigit(c) ? c - '0' : isalpha(c) ? tolower(c) - 'a' + 10 : 99;
+
+		if (c == '_') {
+			under = 1;
+			continue;
+		}
+		if (d >= base)
+			return -1;
+		if (u > (ULLONG_MAX - (unsigned)d) / (unsigned)base)
+			u = ULLONG_MAX; /* out of range; the syntax is still checked */
+		else
+			u = u * (unsigned)base + (unsigned)d;
+	}
+	if (under && !underscore_ok(all, alllen))
+		return -1;
+	lim = neg ? (unsigned long long)LLONG_MAX + 1 : (unsigned long long)LLONG_MAX;
+	if (u > lim) {
+		*out = neg ? LLONG_MIN : LLONG_MAX;
+		return -2;
+	}
+	*out = neg ? (long long)(0 - u) : (long long)u;
+	return 0;
+}
+
+/* cast.ToInt64 (what Sprig's numbers go through): failures are 0. */
 static long long to_int64(const struct tval *v)
 {
 	char s[64], *e;
@@ -1023,37 +1109,7 @@ static long long to_int64(const struct tval *v)
 		/* cast's trimZeroDecimal: "12.000" is "12" */
 		if ((e = strchr(s, '.')) && e[1] && strspn(e + 1, "0") == strlen(e + 1))
 			*e = 0;
-		/* strconv.ParseInt(s, 0, 0): an optional sign and a base prefix */
-		{
-			const char *d = s + (*s == '+' || *s == '-');
-			int base = 10;
-
-			if (d[0] == '0' && (d[1] == 'x' || d[1] == 'X'))
-				base = 16;
-			else if (d[0] == '0' && (d[1] == 'b' || d[1] == 'B'))
-				base = 2;
-			else if (d[0] == '0' && (d[1] == 'o' || d[1] == 'O'))
-				base = 8;
-			else if (d[0] == '0' && d[1])
-				base = 8;
-			if (strchr(s, '_') || !*d || isspace((unsigned char)*d))
-				return 0;
-			if (base != 10 && base != 8) {
-				char t[64];
-
-				snprintf(t, sizeof(t), "%.*s%s", (int)(d - s), s, d + 2);
-				if (!d[2] || d[2] == '+' || d[2] == '-')
-					return 0;
-				memcpy(s, t, sizeof(t));
-			} else if (base == 8 && (d[1] == 'o' || d[1] == 'O')) {
-				return 0;
-			}
-			errno = 0;
-			r = strtoll(s, &e, base);
-			if (*e || errno)
-				return 0;
-			return r;
-		}
+		return tmpl_parse_int_(s, strlen(s), &r) == 0 ? r : 0;
 	default:
 		return 0;
 	}
@@ -1152,7 +1208,8 @@ F(fn_atoi)
 	s[a[0]->len] = 0;
 	errno = 0;
 	r = strtoll(s, &e, 10);
-	if (*e || errno || isspace((unsigned char)s[0]))
+	/* strconv.Atoi: a range error still gives the clamped value */
+	if (*e || (errno && errno != ERANGE) || isspace((unsigned char)s[0]) || e == s)
 		r = 0;
 	return set_int(x, r, "int", res);
 }

@@ -105,6 +105,8 @@ struct tfn {
 extern const struct tfn tmpl_fns_[];
 /* The index of name in tmpl_fns_, or -1. */
 int tmpl_fn_find_(const char *name, size_t len);
+/* strconv.ParseInt(s, 0, 64): 0, -1 for bad syntax, -2 out of range. */
+int tmpl_parse_int_(const char *s, size_t len, long long *out);
 enum { FN_AND, FN_OR }; /* the first two entries, evaluated lazily */
 
 /* ---- running (tmpl_exec.c) --------------------------------------------- */
@@ -129,6 +131,11 @@ int tmpl_truth_(const struct tval *v);
 
 /* ---- printing (tmpl_fmt.c) --------------------------------------------- */
 
+/* The rune of the UTF-8 sequence at s (len > 0 bytes) with its length in
+ * *n; -1 (and *n 1) for a byte that does not start a valid one. */
+long tmpl_rune_(const char *s, size_t len, size_t *n);
+/* unicode.IsPrint, approximated above ASCII (see tmpl_fmt.c) */
+int tmpl_printable_(long r);
 /* fmt.Fprint of one value (top: "<no value>" for nil, else "<nil>") */
 void tmpl_print_(struct buf *o, const struct tval *v, int top);
 /* fmt.Sprint / Sprintln of args (Sprint puts spaces only between operands

@@ -92,8 +92,11 @@ static char *slurp(const char *path)
  * next "=== " or "--- " line. */
 static size_t load(char *text, struct tcase *c, size_t max)
 {
-	size_t n = 0;
+	size_t n = 0, len = strlen(text);
 	char **sect = NULL;
+
+	if (len && text[len - 1] == '\n')
+		text[len - 1] = 0; /* the last section ends there */
 
 	for (char *p = text; *p && n <= max;) {
 		char *nl = strchr(p, '\n'), *next = nl ? nl + 1 : p + strlen(p);
@@ -201,6 +204,10 @@ static void test_bounds(void)
 		     "evaluation steps");
 	expect_error("unsupported function named", "{{ toYaml . }}", "function \"toYaml\" not defined");
 	expect_error("env refused", "{{ env \"HOME\" }}", "function \"env\" not defined");
+	/* where we refuse what Go takes: never a silently different result */
+	expect_error("deviation: complex literal", "{{ 1i }}", "complex number 1i is not supported");
+	expect_error("deviation: regexMatch of a bad pattern", "{{ regexMatch \"(\" \"x\" }}", "error calling regexMatch");
+	expect_error("deviation: regexMatch of \\b", "{{ regexMatch \"\\\\bx\" \"x\" }}", "error calling regexMatch");
 }
 
 int main(void)
