@@ -279,6 +279,12 @@ static int peek(struct tp *t, struct tok *k)
 	return rc;
 }
 
+/* where a token starts in the source (a string's text is a copy) */
+static const char *tok_at(const struct tok *k)
+{
+	return k->src ? k->src : k->s;
+}
+
 static int is(const struct tok *k, const char *word)
 {
 	return k->k == K_IDENT && strlen(word) == k->len && strncmp(k->s, word, k->len) == 0;
@@ -455,7 +461,7 @@ static int parse_operand(struct tp *t, const struct tok *k, struct targ *a)
 		a->lit->f = a->f;
 	}
 	a->src = start;
-	a->srclen = (size_t)((f.s ? f.s : t->p) - start);
+	a->srclen = (size_t)(tok_at(&f) - start);
 	while (a->srclen && tspace(start[a->srclen - 1]))
 		a->srclen--;
 	return 0;
@@ -503,7 +509,7 @@ static int parse_pipe(struct tp *t, const char *context, int closer, struct tpip
 		return tp_bad(t, "nested too deeply");
 	if ((rc = lex(t, &k)) < 0)
 		return rc;
-	p->src = k.s;
+	p->src = tok_at(&k);
 	while (k.k == K_VAR) {
 		if ((rc = lex(t, &n)) < 0)
 			return rc;
@@ -556,7 +562,7 @@ static int parse_pipe(struct tp *t, const char *context, int closer, struct tpip
 		if (k.k == closer) /* Go takes "{{ x | }}" */
 			break;
 	}
-	p->srclen = (size_t)(k.s - p->src);
+	p->srclen = (size_t)(tok_at(&k) - p->src);
 	while (p->srclen && tspace(p->src[p->srclen - 1]))
 		p->srclen--;
 	t->depth--;

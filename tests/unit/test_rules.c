@@ -346,7 +346,7 @@ static const struct tcase cases[] = {
 	{ "template: variables", NFR, T("{{range $k, $v := .}}{{$k}}={{len $v}}\\n{{end}}"), "{'labels':{'cpu':'1'}}" },
 	{ "template: unknown function", NFR, "{'name': 'r', 'varsTemplate': 'a=1\\n{{ toYaml .Name }}'}", NO,
 	  "r: varsTemplate: line 2: function \"toYaml\" not defined" },
-	{ "template: printf verb %U", NFR, T("a={{printf `%U` 1}}"), NO, "printf: verb %U is not supported" },
+	{ "template: printf verb %p", NFR, T("a={{printf `%p` 1}}"), NO, "printf: verb %p is not supported" },
 	{ "template: missing end", NFR, "{'name': 'r', 'labelsTemplate': '{{if true}}a=1'}", NO, "unexpected EOF" },
 	{ "template: unexpected end", NFR, "{'name': 'r', 'labelsTemplate': 'a=1{{end}}'}", NO, "unexpected {{end}}" },
 	{ "template: unclosed action", NFR, "{'name': 'r', 'labelsTemplate': 'a={{ .x '}", NO, "unclosed action" },
