@@ -126,8 +126,8 @@ struct md {
  * m (may be NULL) what matched is recorded there, for templates. */
 int rules_match_all_(const struct matcher *mt, const struct features *f, struct md *m, char *msg);
 
-/* Appends template t run over the data m to out; more than TMPL_OUT_MAX
- * bytes in out is an error. Returns 0, -FB_ENOMEM, or -FB_EINVAL with msg
+/* Appends template t run over the data m (as upstream's matchedFeatures)
+ * to out; more than 1 MiB in out is an error (core/tmpl.h). Returns 0, -FB_ENOMEM, or -FB_EINVAL with msg
  * (MSG_SIZE) set, prefixed with what. */
 int rules_tmpl_exec_(const struct md *m, const struct tnode *t, const char *what, struct buf *out, char *msg);
 
