@@ -426,7 +426,7 @@ static int parse_operand(struct tp *t, const struct tok *k, struct targ *a)
 			return tp_bad(t, "unexpected <%.*s> in operand", (int)k->len, k->s);
 		} else {
 			a->kind = A_FN;
-			if ((a->fn = tmpl_fn_find_(k->s, k->len)) < 0)
+			if (!(a->fn = tmpl_fn_find_(k->s, k->len)))
 				return tp_bad(t, "function \"%.*s\" not defined", (int)k->len, k->s);
 		}
 		break;

@@ -388,7 +388,7 @@ static int arg_for(struct run *r, char p, const struct targ *a, const struct tva
 static int call_fn(struct run *r, const struct targ *fa, const struct targ *args, size_t nargs,
 		   const struct tval *dot, const struct tval *final, const struct tval **res)
 {
-	const struct tfn *fn = &tmpl_fns_[fa->fn];
+	const struct tfn *fn = fa->fn;
 	const struct tval *v[TMPL_ARGS + 1];
 	size_t nsig = strlen(fn->sig), fixed = nsig, n = nargs + (final != NULL);
 	int variadic = nsig && fn->sig[nsig - 1] == '*', rc;
@@ -396,7 +396,7 @@ static int call_fn(struct run *r, const struct targ *fa, const struct targ *args
 
 	if (variadic)
 		fixed = nsig - 2;
-	if (fa->fn == FN_AND || fa->fn == FN_OR) {
+	if (!fn->call) { /* and, or */
 		/* Go's and/or stop at the first false/true argument */
 		if (n == 0)
 			return tmpl_bad_(x, "error calling %s: wrong number of args for %s: want at least 1 got 0",
@@ -406,7 +406,7 @@ static int call_fn(struct run *r, const struct targ *fa, const struct targ *args
 				return rc;
 			if (i == nargs)
 				*res = final;
-			if (i + 1 < n && tmpl_truth_(*res) == (fa->fn == FN_OR))
+			if (i + 1 < n && tmpl_truth_(*res) == (fn->name[0] == 'o'))
 				break;
 		}
 		return 0;

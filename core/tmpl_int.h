@@ -37,12 +37,13 @@ enum { N_TEXT, N_ACTION, N_IF, N_RANGE, N_WITH, N_TEMPLATE, N_BREAK, N_CONTINUE 
 enum { A_FN, A_DOT, A_FIELD, A_VAR, A_STR, A_INT, A_FLOAT, A_BOOL, A_NIL, A_PIPE };
 
 struct tpipe;
+struct tfn;
 
 /* an operand: a term (function, ., field chain on dot, variable, literal,
  * parenthesized pipeline) and the fields after it */
 struct targ {
 	unsigned char kind;
-	int fn;               /* A_FN: index into tmpl_fns_ */
+	const struct tfn *fn; /* A_FN */
 	const char *s;        /* A_STR text, A_VAR name; the source for messages */
 	size_t len;
 	long long i;          /* A_INT, A_BOOL */
@@ -102,12 +103,18 @@ struct tfn {
 	int (*call)(struct tx *x, const struct tval **a, size_t n, const struct tval **res);
 };
 
-extern const struct tfn tmpl_fns_[];
-/* The index of name in tmpl_fns_, or -1. */
-int tmpl_fn_find_(const char *name, size_t len);
+/* NULL-terminated tables (tmpl_fn.c, tmpl_sprig.c); and and or have no
+ * call: tmpl_exec.c evaluates their arguments lazily. */
+extern const struct tfn tmpl_builtins_[], tmpl_sprig_[];
+/* The function named name[0..len), or NULL. */
+const struct tfn *tmpl_fn_find_(const char *name, size_t len);
 /* strconv.ParseInt(s, 0, 64): 0, -1 for bad syntax, -2 out of range. */
 int tmpl_parse_int_(const char *s, size_t len, long long *out);
-enum { FN_AND, FN_OR }; /* the first two entries, evaluated lazily */
+/* A string result from b (freed here): 0, -FB_ENOMEM, or -FB_EINVAL past
+ * TMPL_OUT_MAX. */
+int tmpl_take_(struct tx *x, struct buf *b, const struct tval **res);
+int tmpl_set_int_(struct tx *x, long long i, const char *type, const struct tval **res);
+int tmpl_set_bool_(struct tx *x, int b, const struct tval **res);
 
 /* ---- running (tmpl_exec.c) --------------------------------------------- */
 
