@@ -87,12 +87,16 @@ int rules_tmpl_exec_(const struct md *m, const struct tnode *t, const char *what
 	struct arena ar;
 	const struct tval *d;
 	char tm[TMPL_MSG_SIZE];
+	size_t start = out->len;
 	int rc = -FB_ENOMEM;
 
 	arena_init(&ar);
 	if ((d = data(&ar, m)))
 		rc = tmpl_exec(t->t, d, out, tm);
 	arena_free(&ar);
+	/* the lines are C strings from here on: a NUL would cut one short */
+	if (rc == 0 && out->p && memchr(out->p + start, 0, out->len - start))
+		return rules_msgf_(msg, "%s: the output holds a NUL byte", what);
 	if (rc == -FB_EINVAL)
 		return rules_msgf_(msg, "%s: %s", what, tm);
 	return rc;

@@ -394,6 +394,8 @@ static const struct tcase cases[] = {
 	{ "template: eq of different types", NFR, T("a={{eq 1 `1`}}"), NO, "eq: incompatible types for comparison" },
 	{ "template: eq of a map", NFR, T("a={{eq . `1`}}"), NO, "eq: incompatible types for comparison" },
 	{ "template: and without arguments", NFR, T("a={{and}}"), NO, "wrong number of args for and: want at least 1 got 0" },
+	{ "template: a NUL in the output is an error, not a cut line", NFR, T("a=x{{printf `%c` 0}}y"), NO,
+	  "r: labelsTemplate: the output holds a NUL byte" },
 	{ "template: string escapes", NFR, T("a={{`raw\\\\n`}}|{{\\'\\\\x41\\\\t\\'}}|"), "{'labels':{'a':'raw\\\\n|A\\t|'}}" },
 	{ "template: unknown escape", NFR, T("a={{\\'\\\\q\\'}}"), NO, "invalid syntax" },
 	{ "template: unterminated string", NFR, T("a={{\\'abc}}"), NO, "unterminated quoted string" },
