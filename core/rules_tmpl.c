@@ -49,6 +49,8 @@ static struct tval *element(struct arena *ar, const struct elem *e, const struct
 		}
 		return m;
 	}
+	if (!e->name) /* an instance without attributes */
+		return m;
 	if (!(s = tmpl_str(ar, e->name)) || tmpl_map_put(ar, m, "Name", s) < 0)
 		return NULL;
 	if (e->value && (!(s = tmpl_str(ar, e->value)) || tmpl_map_put(ar, m, "Value", s) < 0))
