@@ -11,10 +11,6 @@
 #include <stddef.h>
 
 #define MSG_SIZE 256
-#define TMPL_SRC_MAX (64 * 1024)
-#define TMPL_OUT_MAX (1024 * 1024)
-#define TMPL_DEPTH 32
-#define TMPL_ARGS 16
 #define BACKREF "rule.matched"
 
 /* Formats into msg (MSG_SIZE bytes); returns -FB_EINVAL. */
@@ -95,43 +91,7 @@ int rules_parse_int_(const char *s, long long *out);
 int rules_parse_version_(const char *s, struct num *n);
 int rules_num_cmp_(const struct num *a, const struct num *b);
 
-/* ---- templates (rules_tmpl.c parses, rules_exec.c runs) ---------------- */
-
-enum { TN_TEXT, TN_PRINT, TN_IF, TN_RANGE };
-enum { TA_FIELD, TA_DOT, TA_STR, TA_INT, TA_BOOL, TA_PIPE };
-enum { F_NONE, F_LOWER, F_UPPER, F_TRIM, F_REPLACE, F_PRINTF, F_EQ, F_NE, F_NOT, F_AND, F_OR, F_INDEX,
-       F_COUNT };
-
-extern const char *const rules_fn_names_[F_COUNT];
-
-struct tcmd;
-
-struct targ {
-	unsigned char kind;
-	const char *s;        /* TA_STR: the text; TA_FIELD: the source, for messages */
-	size_t len;
-	const char **f;       /* TA_FIELD: the names */
-	size_t nf;
-	long long i;          /* TA_INT, TA_BOOL */
-	struct tcmd *pipe;    /* TA_PIPE */
-};
-
-/* one command of a pipeline: fn applied to the args (and the value piped
- * in), or (F_NONE) the one operand a[0] */
-struct tcmd {
-	struct tcmd *next;
-	int fn;
-	struct targ *a;
-	size_t na;
-};
-
-struct tnode {
-	struct tnode *next, *body, *alt;
-	unsigned char kind, elif; /* elif: this if is the "else if" of the one before */
-	const char *s;        /* TN_TEXT */
-	size_t len;
-	struct tcmd *pipe;    /* TN_PRINT, TN_IF, TN_RANGE */
-};
+/* ---- templates (rules_tmpl.c, on core/tmpl.h) ------------------------ */
 
 /* Parses the template src (copied into ar) into *out; what names it in
  * messages. Returns 0, -FB_ENOMEM, or -FB_EINVAL with msg (MSG_SIZE) set. */
@@ -168,8 +128,8 @@ struct md {
  * m (may be NULL) what matched is recorded there, for templates. */
 int rules_match_all_(const struct matcher *mt, const struct features *f, struct md *m, char *msg);
 
-/* Appends template t run over the data m to out; more than TMPL_OUT_MAX
- * bytes in out is an error. Returns 0, -FB_ENOMEM, or -FB_EINVAL with msg
+/* Appends template t run over the data m (as upstream's matchedFeatures)
+ * to out; more than 1 MiB in out is an error (core/tmpl.h). Returns 0, -FB_ENOMEM, or -FB_EINVAL with msg
  * (MSG_SIZE) set, prefixed with what. */
 int rules_tmpl_exec_(const struct md *m, const struct tnode *t, const char *what, struct buf *out, char *msg);
 
