@@ -46,7 +46,7 @@ else ifeq ($(FLAVOUR),check)
   BIN := $(B)/featurebox
 else
   B := build/$(ARCH)
-  OPT := -Os -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables
+  OPT := -Os -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables -fno-unwind-tables
   ifeq ($(ARCH),$(HOST_ARCH))
     CC := musl-gcc
     CROSS :=
