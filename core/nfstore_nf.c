@@ -218,12 +218,16 @@ static void nf_delete(struct nfstore *s, struct nfstore_nf *o)
 static int nf_refused(struct nfstore *s, const struct json *obj, const char *key, const char *node)
 {
 	size_t size = 0, nl = json_count(json_get(json_get(obj, "spec"), "labels"));
-	char why[96] = "";
+	char why[200] = "", path[128];
 
 	if (nl > NFSTORE_MAX_LABELS)
 		snprintf(why, sizeof(why), "%zu labels, more than %d", nl, NFSTORE_MAX_LABELS);
 	else if (nfstore_hash_walk(obj, 0, &size), size > NFSTORE_MAX_BYTES)
 		snprintf(why, sizeof(why), "%zu bytes of JSON, more than %d", size, NFSTORE_MAX_BYTES);
+	else if (json_nul_path(json_get(obj, "spec"), path, sizeof(path)))
+		/* never a silently shortened label or feature value (json.h) */
+		snprintf(why, sizeof(why), "spec.%s holds a \\u0000 (NUL character), which featurebox does not keep",
+			 path);
 	if (!why[0])
 		return 0;
 	LOG_W(s->c.log, "NodeFeature %s (node %s): %s; refused, not processed", key, node && *node ? node : "?",

@@ -10,13 +10,10 @@
  * - Expressions of a set are evaluated in document order (Go: map order,
  *   random), which only decides which of two run-time errors is reported.
  * - Regular expressions are RE2 translated to POSIX (core/re.h).
- * - Templates are a subset of text/template: text, {{ }} with {{- -}}
- *   trimming, comments, if / else / else if / end, range / else / end over
- *   the matched elements, fields (.Name .Value .<attribute> .<dom>.<feat>),
- *   string, integer and boolean literals, parentheses, pipelines, and the
- *   functions lower upper trim replace printf (%s %d %v %%) eq ne not and
- *   or index. Anything else is a compile error naming it. lower/upper/trim
- *   work on ASCII only.
+ * - Templates run on core/tmpl: Go's text/template language with
+ *   missingkey=error and the Sprig functions upstream's rules use (the
+ *   README lists them); anything else is a compile error naming it. The
+ *   deviations from Go are in core/tmpl.h.
  * - matchOn (legacy custom rules) is refused.
  * - A rule with a string that held \u0000 (see json.h) is refused, its
  *   message naming the field; upstream keeps the NUL in the string.
@@ -39,8 +36,9 @@
 #include <strings.h>
 
 /* The module's files: rules.c compiles (this file), rules_match.c matches,
- * rules_tmpl.c parses templates, rules_exec.c runs them, rules_run.c runs a
- * list and collects the outputs; rules_int.h holds what they share. */
+ * rules_tmpl.c builds upstream's template data and runs core/tmpl on it,
+ * rules_run.c runs a list and collects the outputs, rules_explain.c says why
+ * (kubectl-nfd --explain); rules_int.h holds what they share. */
 
 void *rules_zalloc_(struct arena *a, size_t n)
 {

@@ -238,7 +238,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	name = json_get_str(json_get(json_get(obj, "metadata"), "labels"), NFSTORE_NODE_NAME_LABEL, NULL);
 	n = name && *name ? nfstore_node_find(&m, name) : NULL;
-	if (name && *name) {
+	if (name && *name && json_nul_path(json_get(obj, "spec"), NULL, 0)) {
+		if (n)
+			abort(); /* a NUL in its spec: refused, not filed */
+	} else if (name && *name) {
 		struct nl_set a, b, c;
 		const struct json *spec = json_get(obj, "spec");
 		char *kept;

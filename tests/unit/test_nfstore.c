@@ -339,6 +339,23 @@ static void test_caps(void)
 		store_close(&s, &lg, &mx);
 		free(text);
 	}
+	{
+		/* a label value holding \u0000: refused whole, not a label cut at the NUL */
+		struct nfstore s;
+		struct ctx cx = { 0, 1 };
+		struct fb_log lg;
+		struct metrics mx;
+		struct nl_policy pol;
+
+		store_open(&s, &cx, &lg, &mx, &pol, 0);
+		apply(&s, NFA, NF("x", "o", "n1", "{\"labels\":{\"before\":\"1\"}}"));
+		T_INT("caps: a \\u0000 in the spec: applied", apply(&s, NFA, NF("x", "o", "n1",
+			"{\"labels\":{\"a\":\"ok\\u0000hidden\"}}")), 0);
+		T_OK("caps: a \\u0000 in the spec: refused", !nfstore_node_find(&s, "n1") && s.nfs.n == 0,
+		     "nfs %zu", s.nfs.n);
+		T_INT("caps: a \\u0000 in the spec: counted", mx.m[s.c.m_rej_nfs].value, 1);
+		store_close(&s, &lg, &mx);
+	}
 }
 
 int main(void)
