@@ -134,6 +134,22 @@ static struct json *seen_key(struct ex *x, const char *feature, const char *key)
 	return arr;
 }
 
+/* Runs term t, and puts "matched" and then "error" (it failed) or
+ * "elements" (it matched) into o. Returns run_term's result. */
+static int verdict(struct ex *x, struct json *o, const struct term *t)
+{
+	int r = run_term(x, t);
+
+	if (r == -FB_ENOMEM)
+		x->oom = 1;
+	put(x, o, "matched", json_new_bool(r > 0));
+	if (r < 0)
+		put_str(x, o, "error", x->msg);
+	else if (r > 0)
+		put(x, o, "elements", elements(x, t->feature));
+	return r;
+}
+
 /* One expression: {"key"?, "op", "values", "type"?, "matched", "error"?,
  * "elements" | "seen"}. t1 is the term reduced to that expression. */
 static struct json *expr_json(struct ex *x, const struct term *t1, const struct expr *e)
@@ -155,15 +171,7 @@ static struct json *expr_json(struct ex *x, const struct term *t1, const struct 
 	put(x, o, "values", v);
 	if (e->version)
 		put_str(x, o, "type", "version");
-	r = run_term(x, t1);
-	if (r == -FB_ENOMEM)
-		x->oom = 1;
-	put(x, o, "matched", json_new_bool(r > 0));
-	if (r < 0)
-		put_str(x, o, "error", x->msg);
-	else if (r > 0)
-		put(x, o, "elements", elements(x, t1->feature));
-	else if (e->key)
+	if ((r = verdict(x, o, t1)) == 0 && e->key)
 		put(x, o, "seen", seen_key(x, t1->feature, e->key));
 	return o;
 }
@@ -184,7 +192,6 @@ static struct json *term_json(struct ex *x, const struct term *t)
 {
 	struct json *o = json_new_object(), *exs;
 	struct term t1;
-	int r;
 
 	if (!o) {
 		x->oom = 1;
@@ -192,14 +199,7 @@ static struct json *term_json(struct ex *x, const struct term *t)
 	}
 	put_str(x, o, "feature", t->feature);
 	put(x, o, "present", json_new_bool(has_feature(x->f, t->feature)));
-	r = run_term(x, t);
-	if (r == -FB_ENOMEM)
-		x->oom = 1;
-	put(x, o, "matched", json_new_bool(r > 0));
-	if (r < 0)
-		put_str(x, o, "error", x->msg);
-	else if (r > 0)
-		put(x, o, "elements", elements(x, t->feature));
+	verdict(x, o, t);
 	if (t->has_ex && (exs = put(x, o, "expressions", json_new_array())))
 		for (size_t i = 0; i < t->nex; i++) {
 			t1 = *t;

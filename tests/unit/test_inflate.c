@@ -6,6 +6,7 @@
  * one-byte change of a small file never crashes and never passes the cap.
  * Needs FB_TOP (tests/run exports it; "." otherwise). */
 #include "t.h"
+#include "t_gzip.h"
 
 #include "../../core/inflate.h"
 
@@ -166,48 +167,6 @@ static void vectors(void)
 	}
 }
 
-static uint32_t crc32_bitwise(const unsigned char *p, size_t n)
-{
-	uint32_t c = 0xffffffff;
-
-	while (n--) {
-		c ^= *p++;
-		for (int k = 0; k < 8; k++)
-			c = c >> 1 ^ (0xedb88320 & (0u - (c & 1)));
-	}
-	return ~c;
-}
-
-/* plain as a gzip file of stored blocks of at most 65535 bytes, into a new
- * buffer of *len bytes. */
-static unsigned char *stored_gzip(const unsigned char *plain, size_t n, size_t *len)
-{
-	unsigned char *g = malloc(n + n / 65535 * 5 + 5 + 18), *p = g;
-	uint32_t crc = crc32_bitwise(plain, n);
-	size_t off = 0;
-
-	memcpy(p, "\x1f\x8b\x08\0\0\0\0\0\0\x03", 10);
-	p += 10;
-	do {
-		size_t k = n - off > 65535 ? 65535 : n - off;
-
-		*p++ = off + k == n;
-		*p++ = (unsigned char)k;
-		*p++ = (unsigned char)(k >> 8);
-		*p++ = (unsigned char)~k;
-		*p++ = (unsigned char)(~k >> 8);
-		memcpy(p, plain + off, k);
-		p += k;
-		off += k;
-	} while (off < n);
-	for (int k = 0; k < 4; k++)
-		*p++ = (unsigned char)(crc >> 8 * k);
-	for (int k = 0; k < 4; k++)
-		*p++ = (unsigned char)(n >> 8 * k);
-	*len = (size_t)(p - g);
-	return g;
-}
-
 /* The cap: exactly max bytes pass, one more is -FB_E2BIG with a message,
  * for stored data (several blocks) and for 1 MiB of zeros (a bomb of 1 KiB). */
 static void cap(void)
@@ -221,7 +180,7 @@ static void cap(void)
 
 	for (size_t i = 0; i < n; i++)
 		plain[i] = (unsigned char)(i * 2654435761u >> 13);
-	g = stored_gzip(plain, n, &len);
+	g = t_stored_gzip(plain, n, &len);
 	r = inflate_gzip(g, len, n, &out, "x", NULL);
 	T_OK("cap: stored, exactly max", r == (ssize_t)n && memcmp(out, plain, n) == 0, "got %zd", r);
 	free(out);
@@ -234,7 +193,7 @@ static void cap(void)
 	free(g);
 	free(plain);
 
-	g = stored_gzip((const unsigned char *)"", 0, &len);
+	g = t_stored_gzip((const unsigned char *)"", 0, &len);
 	r = inflate_gzip(g, len, 0, &out, "x", NULL);
 	T_OK("cap: 0 bytes under a cap of 0", r == 0 && out && out[0] == '\0', "got %zd", r);
 	free(out);

@@ -5,6 +5,7 @@
  * skipped, the others apply, the callback names it). Then re_compile's RE2
  * translations. Rule and feature JSON is written with ' for " (see q()). */
 #include "t.h"
+#include "t_json.h"
 
 #include "../../core/features.h"
 #include "../../core/json.h"
@@ -32,31 +33,6 @@ static const char *const features_json =
 	"   {'attributes': {'class': '0200', 'vendor': '8086', 'device': '1592', 'sriov_totalvfs': '128'}},"
 	"   {'attributes': {'class': '0300', 'vendor': '1002', 'device': '740f'}}]},"
 	"  'usb.device': {'elements': []}}}";
-
-/* s with every ' turned into ", owned by the caller */
-static char *q(const char *s)
-{
-	char *d = strdup(s);
-
-	for (char *p = d; p && *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	return d;
-}
-
-static struct json *pj(const char *s)
-{
-	char *t = q(s);
-	struct fb_errinfo ei;
-	struct json *j = json_parse(t, strlen(t), "test", &ei);
-
-	if (!j) {
-		fprintf(stderr, "bad test JSON: %s: %s\n", ei.detail, t);
-		exit(2);
-	}
-	free(t);
-	return j;
-}
 
 struct errs {
 	char buf[4096];

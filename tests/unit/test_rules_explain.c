@@ -3,6 +3,7 @@
  * (flag, attribute value, each instance's value, an absent feature), on a
  * table of rules. JSON is written with ' for " (see q()). */
 #include "t.h"
+#include "t_json.h"
 
 #include "../../core/features.h"
 #include "../../core/json.h"
@@ -15,30 +16,6 @@ static const char *const features_json =
 	" 'instances': {'pci.device': {'elements': ["
 	"   {'attributes': {'class': '0380', 'vendor': '1002', 'device': '74a1'}},"
 	"   {'attributes': {'class': '0300', 'vendor': '1a03', 'device': '2000'}}]}}}";
-
-static char *q(const char *s)
-{
-	char *d = strdup(s);
-
-	for (char *p = d; p && *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	return d;
-}
-
-static struct json *pj(const char *s)
-{
-	char *t = q(s);
-	struct fb_errinfo ei;
-	struct json *j = json_parse(t, strlen(t), "test", &ei);
-
-	if (!j) {
-		fprintf(stderr, "bad test JSON: %s: %s\n", ei.detail, t);
-		exit(2);
-	}
-	free(t);
-	return j;
-}
 
 /* A rule, and what json_getv paths of its explanation must print as. */
 struct check {
