@@ -727,30 +727,25 @@ static int merge_out(struct rules_out *to, const struct rules_out *from)
 	return 0;
 }
 
-/* A rule of a NodeFeatureGroup as the API keeps it: the CRD's fields only. */
-static struct json *group_rule(const struct json *r, struct kn *s, int validating)
+/* Names the fields a NodeFeatureGroup rule cannot have (the API server
+ * prunes them; RULES_NFG ignores them). */
+static void group_unknown_fields(const struct json *r, struct kn *s)
 {
 	static const char *const keep[] = { "name", "vars", "varsTemplate", "matchFeatures", "matchAny" };
-	struct json *o = json_new_object();
 
-	for (const struct json *c = json_child(r); o && c; c = json_next(c)) {
+	for (const struct json *c = json_child(r); c; c = json_next(c)) {
 		size_t i = 0;
 
 		while (i < 5 && strcmp(keep[i], json_key(c)) != 0)
 			i++;
-		if (i < 5 && json_set_take(o, json_key(c), json_dup(c)) < 0) {
-			json_free(o);
-			return NULL;
-		}
-		if (i == 5 && validating)
+		if (i == 5)
 			errf(s, "rule %s: unknown field %s (a NodeFeatureGroup rule has name, vars, varsTemplate, "
 				"matchFeatures and matchAny)", json_get_str(r, "name", ""), json_key(c));
 	}
-	return o;
 }
 
 /* Compiles the one rule j (borrowed). */
-static int compile_one(struct rules **out, const struct json *j, const char *what)
+static int compile_one(struct rules **out, const struct json *j, const char *what, int group)
 {
 	struct json *arr = json_new_array();
 	int rc;
@@ -759,7 +754,7 @@ static int compile_one(struct rules **out, const struct json *j, const char *wha
 		json_free(arr);
 		return -FB_ENOMEM;
 	}
-	rc = rules_compile(out, arr, RULES_NFR, what);
+	rc = rules_compile(out, arr, group ? RULES_NFG : RULES_NFR, what);
 	json_free(arr);
 	return rc;
 }
@@ -777,7 +772,7 @@ static int run_one(struct eval *ev, const struct json *j, const char *what, int 
 	int matched = 0, rc;
 
 	memset(&o, 0, sizeof(o));
-	if ((rc = compile_one(&r, j, what)) < 0 || (rc = rules_out_init(&o)) < 0)
+	if ((rc = compile_one(&r, j, what, group)) < 0 || (rc = rules_out_init(&o)) < 0)
 		goto out;
 	if ((rc = rules_explain(r, 0, &ev->f, &x)) < 0)
 		goto out;
@@ -840,13 +835,8 @@ static int eval_doc(struct eval *ev, const struct json *doc, size_t di)
 	if (ev->s->o.explain)
 		printf("%s %s\n", kind, *name ? name : "(no name)");
 	for (const struct json *j = json_child(rules); j; j = json_next(j)) {
-		struct json *gr = group ? group_rule(j, ev->s, 0) : NULL;
-
-		if (group && !gr)
-			return -FB_ENOMEM;
 		printf("Processing %srule:  %s\n", group ? "group " : "", json_get_str(j, "name", ""));
-		rc = run_one(ev, group ? gr : j, what, group);
-		json_free(gr);
+		rc = run_one(ev, j, what, group);
 		if (rc < -1)
 			return rc;
 		member |= rc > 0;
@@ -900,26 +890,21 @@ static int evaluate(struct kn *s, struct eval *ev)
 
 static int validate_rule(struct kn *s, const struct json *j, const char *what, int group)
 {
-	struct json *gr = group ? group_rule(j, s, 1) : NULL;
-	const struct json *use = group ? gr : j;
 	struct rules *r = NULL;
 	struct features none;
 	char why[600], qa[700], qb[700];
 	int rc;
 
 	printf("Validating %srule:  %s\n", group ? "group " : "", json_get_str(j, "name", ""));
-	if (group && !gr)
-		return -FB_ENOMEM;
+	if (group)
+		group_unknown_fields(j, s);
 	if (!*json_get_str(j, "name", ""))
 		errf(s, "rule name cannot be empty");
-	if ((rc = compile_one(&r, use, what)) < 0) {
-		json_free(gr);
+	if ((rc = compile_one(&r, j, what, group)) < 0)
 		return rc;
-	}
 	if (rules_error(r, 0))
 		errf(s, "rule %s: %s", q(json_get_str(j, "name", ""), qa, sizeof(qa)), rules_error(r, 0));
 	rules_free(r);
-	json_free(gr);
 	if (group)
 		return 0;
 	/* the static outputs through nfd-master's policy; "@" values as 0 */

@@ -154,7 +154,7 @@ static int compile_expr(struct cc *c, struct expr *e, const char *key, const str
 
 		if (given(o) && !(op = json_str(o)))
 			return bad(c, "%s: op must be a string", where);
-		if (c->d == RULES_NFR && given(t) && !(type = json_str(t)))
+		if (c->d != RULES_CUSTOM && given(t) && !(type = json_str(t)))
 			return bad(c, "%s: type must be a string", where);
 		vals = member(c, j, "value");
 	} else if (c->d != RULES_CUSTOM || !given(j)) {
@@ -256,7 +256,7 @@ static int compile_set(struct cc *c, struct term *t, const struct json *j, const
 	if (json_type(j) != JSON_OBJECT)
 		return bad(c, "%s: matchExpressions must be a map", where);
 	for (const struct json *v = json_child(j); v && rc == 0; v = json_next(v)) {
-		if (c->d == RULES_NFR && !given(v))
+		if (c->d != RULES_CUSTOM && !given(v))
 			return bad(c, "%s: matchExpressions \"%s\": expression must be an object", where,
 				   json_key(v));
 		rc = add_expr(c, t, json_key(v), v, where);
@@ -406,9 +406,11 @@ static int compile_rule(struct cc *c, struct rule *ru, const struct json *j)
 			   path);
 	if (c->d == RULES_CUSTOM && member(c, j, "matchOn"))
 		return bad(c, "legacy matchOn rules are not supported: use matchFeatures");
-	if ((rc = compile_kvs(c, &ru->labels, member(c, j, "labels"), "labels")) < 0 ||
+	/* a NodeFeatureGroup rule has no labels: the API server prunes them */
+	if ((c->d != RULES_NFG &&
+	     ((rc = compile_kvs(c, &ru->labels, member(c, j, "labels"), "labels")) < 0 ||
+	      (rc = compile_tmpl(c, ru, &ru->ltmpl, member(c, j, "labelsTemplate"), "labelsTemplate")) < 0)) ||
 	    (rc = compile_kvs(c, &ru->vars, member(c, j, "vars"), "vars")) < 0 ||
-	    (rc = compile_tmpl(c, ru, &ru->ltmpl, member(c, j, "labelsTemplate"), "labelsTemplate")) < 0 ||
 	    (rc = compile_tmpl(c, ru, &ru->vtmpl, member(c, j, "varsTemplate"), "varsTemplate")) < 0 ||
 	    (rc = compile_matcher(c, &ru->all, member(c, j, "matchFeatures"), "matchFeatures")) < 0)
 		return rc;

@@ -20,6 +20,9 @@ enum rules_dialect {
 	RULES_CUSTOM, /* worker custom source: also the shorthands (list of "name" /
 		       * "name=value", bare values), no Ge/Le/GeLe/type, only
 		       * labels/labelsTemplate/vars/varsTemplate honoured */
+	RULES_NFG,    /* NodeFeatureGroup spec.featureGroupRules: as RULES_NFR, but
+		       * only name, vars, varsTemplate, matchFeatures and matchAny
+		       * (what the CRD keeps) are read */
 };
 
 struct rules;
