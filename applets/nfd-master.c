@@ -49,7 +49,13 @@
  *   NodeFeatureRule on one node.
  * - Single-threaded: --nfd-api-parallelism is accepted and ignored; node
  *   updates are one at a time, in small slices between watch events.
- * - NodeFeatureGroups are not implemented (see the configuration below).
+ * - NodeFeatureGroups (NodeFeatureGroupAPI=true): only our namespace's groups
+ *   are watched (upstream watches all and updates only ours); status.nodes
+ *   is a merge patch of the status subresource (upstream PUTs it); a node
+ *   is listed by its Node's name, not by its own system.name/nodename
+ *   feature as upstream does (a node could claim another's name). Nodes are
+ *   evaluated as their objects change, not every group on every event.
+ *   core/nfstore_group.c.
  * - Lists are paged by 50 unless --informer-page-size says otherwise
  *   (upstream: 200): a page of 10-20 KiB NodeFeatures is about 100 KiB each
  *   once parsed, and the page is the biggest thing the master holds.
@@ -84,8 +90,8 @@
  * - --feature-gates: upstream's gates. NodeFeatureAPI=true and the defaults
  *   are accepted; DisableAutoPrefix=true (unprefixed names written as they
  *   are: which names are written, owned and removed) is not implemented:
- *   exit 1. NodeFeatureGroupAPI=true warns and runs: groups only get a
- *   status, and not writing it grants nothing. Unknown gates, bad values and
+ *   exit 1. NodeFeatureGroupAPI=true turns NodeFeatureGroups on (above).
+ *   Unknown gates, bad values and
  *   NodeFeatureAPI=false are usage errors (exit 2), as upstream.
  * - autoDefaultNs (v0.17-v0.18): true is what we do; false (DisableAutoPrefix)
  *   exit 1.
@@ -160,8 +166,11 @@ struct minf {                  /* one of the master's informers (core/informer) 
 	struct master *m;
 };
 
-/* INF_NS only with restrictions.nodeFeatureNamespaceSelector: else synced from the start */
-enum { INF_NFR, INF_NF, INF_NODE, INF_NS, INF_COUNT };
+/* INF_NS only with restrictions.nodeFeatureNamespaceSelector, INF_NFG only with
+ * --feature-gates NodeFeatureGroupAPI=true: else synced from the start. The first
+ * lists go in this order (the groups' rules before the NodeFeatures: what they
+ * match on is kept from the first list). */
+enum { INF_NFR, INF_NFG, INF_NF, INF_NODE, INF_NS, INF_COUNT };
 /* the encoded selector: path + "&limit=N&continue=" + a continue token fits kube's 2 KiB */
 #define NS_QUERY_MAX 900
 
@@ -176,7 +185,7 @@ struct master {
 	char ns[254];
 	struct nl_policy pol;
 	regex_t whitelist;
-	int have_whitelist, no_publish, leader_election, leading;
+	int have_whitelist, no_publish, leader_election, leading, groups;
 	long long resync_ms, gc_ms;
 	struct lease *lease;
 	struct minf inf[INF_COUNT];
@@ -291,6 +300,7 @@ static void store_setup(struct master *m)
 	}
 STORE_CALLBACKS(nf)
 STORE_CALLBACKS(nfr)
+STORE_CALLBACKS(nfg)
 STORE_CALLBACKS(node)
 STORE_CALLBACKS(ns)
 
@@ -467,6 +477,116 @@ static int reconcile(struct master *m, struct nfstore_node *n)
 	return 0;
 }
 
+/* ---- NodeFeatureGroups: status.nodes ------------------------------------- */
+
+static int slice_left(void *ctx)
+{
+	const long long *start = ctx;
+
+	return loop_now_ms() - *start < SLICE_MS;
+}
+
+/* Writes group g's status.nodes (a merge patch of the status subresource:
+ * upstream PUTs it; both need the same verbs, patch and update, in its RBAC). */
+static void group_write(struct master *m, struct nfstore_nfg *g, uint64_t want)
+{
+	struct json *nodes = nfstore_group_nodes(g), *patch = json_new_object(), *st = json_new_object();
+	struct kube_result res;
+	struct fb_errinfo ei;
+	char path[600], msg[1300];
+	int rc;
+
+	if (!nodes || !patch || !st || json_set_take(st, "nodes", nodes) < 0 ||
+	    (nodes = NULL, json_set_take(patch, "status", st) < 0)) {
+		json_free(nodes);
+		json_free(st);
+		json_free(patch);
+		LOG_E(&m->log, "NodeFeatureGroup %s: out of memory; trying again later", g->name);
+		g->retry_at = loop_now_ms() + RETRY_MAX_MS;
+		return;
+	}
+	st = NULL;
+	if (m->no_publish) {
+		char *t = json_print(json_get(patch, "status"), NULL);
+
+		LOG_I(&m->log, "NodeFeatureGroup %s: status %s (--no-publish: not written)", g->name, t ? t : "?");
+		free(t);
+		json_free(patch);
+		g->have = want;
+		return;
+	}
+	snprintf(path, sizeof(path), NF_API "/namespaces/%s/nodefeaturegroups/%s/status", m->ns, g->name);
+	fb_errinfo_init(&ei);
+	rc = kube_request_json(m->k, "PATCH", path, "application/merge-patch+json", patch, &res, &ei);
+	json_free(patch);
+	if (rc == 0 && (res.status / 100 == 2 || res.status == 404)) {
+		if (res.status == 404)
+			LOG_I(&m->log, "NodeFeatureGroup %s not found; skipping it", g->name);
+		else
+			LOG_I(&m->log, "NodeFeatureGroup %s: status.nodes updated (%zu nodes)", g->name, g->members.n);
+		g->have = want;
+		g->fails = 0;
+	} else {
+		long long d = RETRY_BASE_MS;
+
+		for (int i = 0; i < g->fails && d < RETRY_MAX_MS; i++)
+			d *= 2;
+		g->fails++;
+		g->retry_at = loop_now_ms() + (d < RETRY_MAX_MS ? d : RETRY_MAX_MS);
+		if (rc == 0)
+			snprintf(msg, sizeof(msg), "HTTP %d %s", res.status, res.message);
+		else
+			fb_errinfo_str(&ei, msg, sizeof(msg));
+		LOG_E(&m->log, "updating NodeFeatureGroup %s failed (attempt %d): %s", g->name, g->fails, msg);
+	}
+	kube_result_free(&res);
+}
+
+/* Evaluates the nodes flagged for the groups within the slice that began
+ * at start, then writes the groups whose members differ from their status.
+ * *next: when to come back (>= 0), as flush's. -1 to stop (SIGTERM). */
+static int groups_flush(struct master *m, long long start, long long *next)
+{
+	int rc = nfstore_groups_update(&m->st, slice_left, &start);
+
+	if (rc < 0) {
+		LOG_E(&m->log, "NodeFeatureGroups: out of memory; trying again later");
+		*next = RETRY_MAX_MS;
+		return 0;
+	}
+	if (rc > 0) { /* every node first: no status from half of them */
+		*next = 0;
+		return 0;
+	}
+	for (size_t i = 0; i < m->st.n_nfgs; i++) {
+		struct nfstore_nfg *g = m->st.nfgs[i];
+		long long now = loop_now_ms();
+		uint64_t want;
+
+		if (!g->check && !g->fails)
+			continue;
+		if (g->retry_at > now) {
+			if (*next < 0 || g->retry_at - now < *next)
+				*next = g->retry_at - now;
+			continue;
+		}
+		if (loop_signal(m->l))
+			return -1;
+		if (now - start >= SLICE_MS || (!may_write(m) && !m->no_publish)) {
+			*next = 0;
+			return 0;
+		}
+		g->check = 0;
+		if ((want = nfstore_group_want(g)) != g->have)
+			group_write(m, g, want);
+		else
+			g->fails = 0;
+		if (g->fails && (*next < 0 || g->retry_at - loop_now_ms() < *next))
+			*next = g->retry_at > loop_now_ms() ? g->retry_at - loop_now_ms() : 0;
+	}
+	return 0;
+}
+
 /* Updates dirty nodes for at most SLICE_MS, then lets the loop run. */
 static void flush(void *ctx)
 {
@@ -511,6 +631,8 @@ static void flush(void *ctx)
 				next = d > 0 ? d : 0;
 		}
 	}
+	if (m->groups && next < 0 && groups_flush(m, start, &next) < 0)
+		return;
 	if (next >= 0 || m->dirty) {
 		m->dirty = 1;
 		schedule(m, next >= 0 ? next : 0);
@@ -593,8 +715,8 @@ static void inf_started(void *ctx)
 		size_t kept = nfstore_kept_bytes(&m->st);
 
 		LOG_I(&m->log, "everything listed: %zu nodes, %zu NodeFeatures (%zu KiB kept for %zu rule features), "
-		      "%zu NodeFeatureRules; updating nodes", m->st.nodes.n, m->st.nfs.n, kept / 1024, m->st.n_refs,
-		      m->st.n_nfrs);
+		      "%zu NodeFeatureRules%s; updating nodes", m->st.nodes.n, m->st.nfs.n, kept / 1024, m->st.n_refs,
+		      m->st.n_nfrs, m->groups ? ", NodeFeatureGroups" : "");
 		gc(m);
 	}
 	if (synced(m) && m->dirty)
@@ -621,20 +743,24 @@ static void on_start(void *ctx)
  * ns_query, else every namespace counts and none is listed). */
 static int informers_setup(struct master *m, const char *ns_query)
 {
-	static const char *const what[INF_COUNT] = { "NodeFeatureRule", "NodeFeature", "Node", "Namespace" };
-	static const char *const path[INF_COUNT] = { NF_API "/nodefeaturerules", NF_API "/nodefeatures",
+	static const char *const what[INF_COUNT] = { "NodeFeatureRule", "NodeFeatureGroup", "NodeFeature", "Node",
+						     "Namespace" };
+	static const char *const path[INF_COUNT] = { NF_API "/nodefeaturerules", NULL, NF_API "/nodefeatures",
 						     "/api/v1/nodes", "/api/v1/namespaces" };
-	int (*const apply[INF_COUNT])(struct master *, const struct json *, int) = { nfr_apply, nf_apply,
+	int (*const apply[INF_COUNT])(struct master *, const struct json *, int) = { nfr_apply, nfg_apply, nf_apply,
 										 node_apply, ns_apply };
-	void (*const begin[INF_COUNT])(struct master *) = { nfr_begin, nf_begin, node_begin, ns_begin };
-	void (*const end[INF_COUNT])(struct master *) = { nfr_end, nf_end, node_end, ns_end };
+	void (*const begin[INF_COUNT])(struct master *) = { nfr_begin, nfg_begin, nf_begin, node_begin, ns_begin };
+	void (*const end[INF_COUNT])(struct master *) = { nfr_end, nfg_end, nf_end, node_end, ns_end };
 	unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
-	char ns_path[INFORMER_PATH_MAX];
+	char ns_path[INFORMER_PATH_MAX], nfg_path[INFORMER_PATH_MAX];
 
 	snprintf(ns_path, sizeof(ns_path), "%s?labelSelector=%s", path[INF_NS], ns_query);
+	/* upstream watches every namespace's groups but updates only its own's */
+	snprintf(nfg_path, sizeof(nfg_path), NF_API "/namespaces/%s/nodefeaturegroups", m->ns);
 	for (int i = 0; i < INF_COUNT; i++) {
 		struct minf *in = &m->inf[i];
-		struct informer_conf c = { .what = what[i], .path = i == INF_NS ? ns_path : path[i],
+		struct informer_conf c = { .what = what[i],
+					   .path = i == INF_NS ? ns_path : i == INF_NFG ? nfg_path : path[i],
 					   .log = &m->log, .ctx = in, .begin = inf_begin, .apply = inf_apply,
 					   .delete = inf_delete, .end = inf_end, .started = inf_started, .page = inf_page,
 					   .seed = seed + (unsigned)i };
@@ -650,6 +776,8 @@ static int informers_setup(struct master *m, const char *ns_query)
 	}
 	if (!m->ns_filter)
 		m->inf[INF_NS].synced = 1;
+	if (!m->groups)
+		m->inf[INF_NFG].synced = 1;
 	return 0;
 }
 
@@ -880,10 +1008,7 @@ static int master_configure(struct master *m, struct master_run *r)
 				       "feature.node.kubernetes.io/); refusing to start");
 			return 1;
 		}
-		/* only fills in the status of NodeFeatureGroups: leaving it out grants nothing */
-		if (group)
-			LOG_W(&m->log, "--feature-gates NodeFeatureGroupAPI=true: NodeFeatureGroups are not "
-				       "implemented; their status is not updated");
+		m->groups = group;
 	}
 	app_warn_ignored(&master_spec, o, &m->log);
 	fb_errinfo_init(&ei);

@@ -54,6 +54,7 @@ void nfstore_free(struct nfstore *s)
 	for (size_t i = 0; i < s->n_nfrs; i++)
 		nfr_free(s->nfrs[i]);
 	free(s->nfrs);
+	groups_free_(s);
 	free(s->refs);
 	arena_free(&s->refs_strs);
 	nfstore_init(s, &s->c);
@@ -67,6 +68,7 @@ int listed_(const struct nfstore *s, int what)
 void nfstore_mark(struct nfstore *s, struct nfstore_node *n, int force)
 {
 	n->dirty = 1;
+	n->gdirty = 1;
 	n->force |= force;
 	if (s->c.dirty)
 		s->c.dirty(s->c.ctx);
@@ -124,6 +126,7 @@ int nfstore_node_apply(struct nfstore *s, const struct json *obj, int deleted)
 			n->processed = 0;
 			n->dirty = 0;
 			LOG_I(s->c.log, "node %s deleted", name);
+			groups_forget_(s, name);
 			if (n->nfs && s->c.node_deleted)
 				s->c.node_deleted(s->c.ctx, n);
 			nfstore_node_drop(s, n);
@@ -156,6 +159,7 @@ void nfstore_node_end(struct nfstore *s)
 			n->exists = 0;
 			n->dirty = 0;
 			n->processed = 0;
+			groups_forget_(s, n->name);
 			if (nfstore_node_drop(s, n))
 				continue; /* slot i may hold a shifted entry now */
 		}

@@ -67,6 +67,7 @@ struct nfstore_node {
 	struct nfstore_map dyn;       /* name -> count: what its objects keep for "@" values */
 	unsigned dyn_gen;      /* bumped when dyn gains a name: objects kept before lack it */
 	unsigned exists : 1, dirty : 1, force : 1, processed : 1, pending_delete : 1, seen : 1;
+	unsigned gdirty : 1;   /* NodeFeatureGroups: evaluate this node again */
 	uint64_t applied;      /* hash of the desired state last written */
 	int fails;
 	long long retry_at;
@@ -81,6 +82,17 @@ struct nfstore_nfr {                   /* one NodeFeatureRule object */
 	char **dyn;            /* features of "@..." output values, as refs entries */
 	size_t n_dyn;
 	int seen, errors_logged;
+};
+
+struct nfstore_nfg {                   /* one NodeFeatureGroup of our namespace */
+	char *name;            /* owned */
+	uint64_t hash;         /* spec */
+	struct rules *rules;   /* spec.featureGroupRules (RULES_NFG) */
+	struct nfstore_map members;    /* node name -> its owned copy (the key) */
+	uint64_t have;         /* status.nodes as the object shows it (nfstore_names_hash) */
+	int seen, errors_logged, fails;
+	int check;             /* members or have changed since the applet last compared */
+	long long retry_at;    /* the applet's: a failed status write waits */
 };
 
 /* What the store is told once, before the first object (nfstore_setup). */
@@ -114,6 +126,8 @@ struct nfstore {
 	char **refs;                   /* features the rules match on, sorted: "feature" */
 	size_t n_refs;                 /* or "feature\nelement"; strings in refs_strs */
 	struct arena refs_strs;
+	struct nfstore_nfg **nfgs;     /* sorted by name */
+	size_t n_nfgs, nfgs_size;
 	int refresh_all;               /* relisting NodeFeatures for new refs: ignore hashes */
 	int relist_nf;                 /* the refs grew: list NodeFeatures again */
 };
@@ -139,6 +153,24 @@ void nfstore_node_end(struct nfstore *s);
 int nfstore_ns_apply(struct nfstore *s, const struct json *obj, int deleted);
 void nfstore_ns_begin(struct nfstore *s);
 void nfstore_ns_end(struct nfstore *s);
+
+/* NodeFeatureGroups (nfstore_group.c), upstream's NodeFeatureGroupAPI:
+ * groups of our namespace (conf.ns) only, as upstream updates only those.
+ * The rules of every group are evaluated against the merged features of
+ * every Node that exists and has NodeFeatures (each group on a fresh copy,
+ * its vars feeding "rule.matched" for its later rules); a node any rule of
+ * a group matches is a member. nfstore_mark flags a node for evaluation. */
+int nfstore_nfg_apply(struct nfstore *s, const struct json *obj, int deleted);
+void nfstore_nfg_begin(struct nfstore *s);
+void nfstore_nfg_end(struct nfstore *s);
+/* Evaluates flagged nodes until more(ctx) says stop (NULL: all). Returns 0
+ * when every node is evaluated, 1 when some are left, -FB_ENOMEM. */
+int nfstore_groups_update(struct nfstore *s, int (*more)(void *ctx), void *ctx);
+/* Group g's members, sorted (the order the API lists Nodes in), as
+ * status.nodes: [{"name": ...}, ...]. Owned; NULL on ENOMEM. */
+struct json *nfstore_group_nodes(const struct nfstore_nfg *g);
+/* The hash of g's members as status.nodes would list them: compare g->have. */
+uint64_t nfstore_group_want(const struct nfstore_nfg *g);
 
 /* The node of that name (borrowed), or NULL. */
 struct nfstore_node *nfstore_node_find(const struct nfstore *s, const char *name);

@@ -47,6 +47,14 @@ void dyn_del_(struct nfstore_node *n, char *const *v, size_t k);
 /* nfstore_nf.c */
 void nf_free_(struct nfstore_nf *o);
 
+/* nfstore_merge.c: node n's selected objects merged into f (made by the
+ * caller). 1 when it has any, 0 when none, -FB_ENOMEM. */
+int node_features_(struct nfstore *s, struct nfstore_node *n, struct features *f);
+
+/* nfstore_group.c: n is gone (its Node deleted or dropped): no group has it. */
+void groups_forget_(struct nfstore *s, const char *node);
+void groups_free_(struct nfstore *s);
+
 /* nfstore.c */
 struct nfstore_node *node_get_(struct nfstore *s, const char *name);
 int listed_(const struct nfstore *s, int what);

@@ -193,6 +193,44 @@ static size_t merge_order(struct nfstore *s, struct nfstore_node *n, struct nfst
 	return nv;
 }
 
+/* Node n's objects (selected, in merge order) merged into f, and their
+ * labels into labels (NULL: not merged). kept[0..*nv) are the parsed kept
+ * parts, which the labels' values borrow: the caller frees them. */
+static int merge_node(struct nfstore *s, struct nfstore_node *n, struct features *f, struct lmap *labels,
+		      struct json **kept, size_t *nv)
+{
+	struct nfstore_nf *v[NFSTORE_MAX_NFS];
+	struct nfstore_map fidx[3] = { { 0 } };
+	size_t k = merge_order(s, n, v);
+	int rc = 0;
+
+	*nv = 0;
+	for (size_t i = 0; i < k && rc == 0; i++) {
+		struct fb_errinfo ei;
+		/* restrictions.denyNodeFeatureLabels: only the worker's object (ours, named after the node) */
+		int third_party = strcmp(v[i]->ns, s->c.ns) != 0 || strcmp(v[i]->name, n->name) != 0;
+
+		kept[i] = v[i]->data ? json_parse(v[i]->data, strlen(v[i]->data), v[i]->key, &ei) : NULL;
+		*nv = i + 1;
+		if (!kept[i] || merge_one(f, fidx, s->c.deny_nf_labels && third_party ? NULL : labels, kept[i]) < 0)
+			rc = -FB_ENOMEM;
+	}
+	for (int j = 0; j < 3; j++)
+		smap_free_(&fidx[j]);
+	return rc;
+}
+
+int node_features_(struct nfstore *s, struct nfstore_node *n, struct features *f)
+{
+	struct json *kept[NFSTORE_MAX_NFS] = { NULL };
+	size_t nv = 0;
+	int rc = merge_node(s, n, f, NULL, kept, &nv);
+
+	for (size_t i = 0; i < nv; i++)
+		json_free(kept[i]);
+	return rc < 0 ? rc : nv > 0;
+}
+
 /* The policy, then restrictions.disable*: after the policy, as upstream
  * (what it rejects is still counted); what NFD wrote before is then removed. */
 static int restrict_set(struct nfstore *s, struct nl_set *set, const struct features *f)
@@ -224,10 +262,8 @@ int nfstore_desired(struct nfstore *s, struct nfstore_node *n, struct nl_set *se
 {
 	struct features f;
 	struct rules_out out;
-	struct nfstore_nf *v[NFSTORE_MAX_NFS];
 	struct json *kept[NFSTORE_MAX_NFS] = { NULL }; /* the labels' values stay theirs until the end */
 	struct lmap labels;
-	struct nfstore_map fidx[3] = { { 0 } };
 	size_t nv = 0;
 	int rc = -FB_ENOMEM;
 
@@ -237,16 +273,8 @@ int nfstore_desired(struct nfstore *s, struct nfstore_node *n, struct nl_set *se
 	arena_init(&labels.keys_strs);
 	if (features_init(&f) < 0 || rules_out_init(&out) < 0)
 		goto out;
-	nv = merge_order(s, n, v);
-	for (size_t i = 0; i < nv; i++) {
-		struct fb_errinfo ei;
-		/* restrictions.denyNodeFeatureLabels: only the worker's object (ours, named after the node) */
-		int third_party = strcmp(v[i]->ns, s->c.ns) != 0 || strcmp(v[i]->name, n->name) != 0;
-
-		kept[i] = v[i]->data ? json_parse(v[i]->data, strlen(v[i]->data), v[i]->key, &ei) : NULL;
-		if (!kept[i] || merge_one(&f, fidx, s->c.deny_nf_labels && third_party ? NULL : &labels, kept[i]) < 0)
-			goto out;
-	}
+	if (merge_node(s, n, &f, &labels, kept, &nv) < 0)
+		goto out;
 	for (size_t i = 0; i < s->n_nfrs; i++) {
 		struct rule_err_ctx ec = { s, s->nfrs[i], n->name };
 		struct timespec a, b;
@@ -272,8 +300,6 @@ out:
 	for (size_t i = 0; i < nv; i++)
 		json_free(kept[i]);
 	lmap_free(&labels);
-	for (int k = 0; k < 3; k++)
-		smap_free_(&fidx[k]);
 	rules_out_free(&out);
 	features_free(&f);
 	if (rc < 0)

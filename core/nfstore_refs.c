@@ -106,6 +106,8 @@ int refs_update_(struct nfstore *s)
 		for (size_t j = 0; j < s->nfrs[i]->n_dyn; j++)
 			refs_add_(&a, s->nfrs[i]->dyn[j], NULL);
 	}
+	for (size_t i = 0; i < s->n_nfgs; i++)
+		rules_refs(s->nfgs[i]->rules, refs_add_, &a);
 	if (a.nomem) {
 		free(a.v);
 		arena_free(&strs);

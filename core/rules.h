@@ -48,6 +48,7 @@ const char *rules_error(const struct rules *r, size_t i);
  * Keys are as the rules wrote them (prefixing is the caller's business). */
 struct rules_out {
 	struct json *labels, *annotations, *extended_resources, *taints, *vars;
+	size_t matched; /* rules that matched and produced their outputs */
 };
 /* Makes the five empty containers. Returns 0 or -FB_ENOMEM (then every
  * member is NULL and rules_out_free is still safe). */

@@ -206,8 +206,8 @@ int rules_run(const struct rules *r, struct features *f, struct rules_out *out, 
 		}
 		rn.msg[0] = '\0';
 		rc = run_rule(&rn, ru, f);
-		if (rc > 0)
-			rc = apply(&rn, ru, f, out);
+		if (rc > 0 && (rc = apply(&rn, ru, f, out)) == 0)
+			out->matched++;
 		else if (rc == 0 && !backref(f)) /* upstream inserts an empty map */
 			rc = -FB_ENOMEM;
 		if (rc == -FB_EINVAL) {
@@ -232,6 +232,7 @@ int rules_out_init(struct rules_out *o)
 	o->extended_resources = json_new_object();
 	o->taints = json_new_array();
 	o->vars = json_new_object();
+	o->matched = 0;
 	if (o->labels && o->annotations && o->extended_resources && o->taints && o->vars)
 		return 0;
 	rules_out_free(o);

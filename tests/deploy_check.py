@@ -84,6 +84,8 @@ EXPECTED = {
         ([""], ["nodes"], ["get", "list"]),
         (["nfd.k8s-sigs.io"], ["nodefeatures"], ["list", "delete"]))),
     ("Role", "nfd-master"): ("nfd-master", rules(
+        (["nfd.k8s-sigs.io"], ["nodefeaturegroups"], ["get", "list", "watch"]),
+        (["nfd.k8s-sigs.io"], ["nodefeaturegroups/status"], ["patch"]),
         (["coordination.k8s.io"], ["leases"], ["create"]),
         (["coordination.k8s.io"], ["leases"], ["get", "update"], ["nfd-master.nfd.kubernetes.io"]))),
     ("ClusterRole", "featurebox-dt-labeller"): ("dt-labeller", rules(

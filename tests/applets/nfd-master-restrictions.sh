@@ -51,27 +51,7 @@ run_conf() {
 	check "$1: starts and lists everything" wait_for 20 grep -q 'everything listed' "$W/$1.log"
 }
 
-# nfd-master's user may do exactly what its ClusterRole and Role in deploy/ grant
-# (resourceNames aside: the server's rules have none; the Role is per namespace).
-k8s_ctl rotate-token nfdm >/dev/null
-sed "s|^\( *\)token: .*|\1tokenFile: $S/tokens/nfdm|" "$S/kubeconfig-admin" >"$W/kc-nfdm"
-python3 - "$FB_TOP" "$NSP" >"$W/nfdm.rules" <<'PY'
-import importlib.util, json, sys
-spec = importlib.util.spec_from_file_location("fb_k8s_server", sys.argv[1] + "/tests/k8s/server.py")
-srv = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(srv)
-path = sys.argv[1] + "/deploy/base/rbac/nfd-master/rbac.yaml"
-out = []
-for d in srv.yaml_load_all(open(path).read(), path):
-    if d and d.get("kind") in ("ClusterRole", "Role"):
-        for r in d["rules"]:
-            rule = {"verbs": r["verbs"], "resources": r["resources"]}
-            if d["kind"] == "Role":
-                rule["namespaces"] = [sys.argv[2]]
-            out.append(rule)
-print(json.dumps(out))
-PY
-k8s_ctl set-rules nfdm "$W/nfdm.rules" >/dev/null || fail "rules of nfd-master's user from deploy/"
+deploy_user
 
 # The cluster: our namespace and a vendor's are trusted, a tenant's is not.
 ns_label $NSP nfd.example.com/trusted yes
@@ -219,11 +199,11 @@ refuses "a restriction of the wrong type" restrictions.disableLabels --config "$
 testing "--feature-gates with an unknown gate: a usage error naming it" \
 	"timeout -k 10 10 $FB nfd-master --kubeconfig $W/kc-nfdm --config $W/none.conf --feature-gates Bogus=true 2>&1 | grep -q Bogus && echo named; \
 	 timeout -k 10 10 $FB nfd-master --kubeconfig $W/kc-nfdm --config $W/none.conf --feature-gates Bogus=true >/dev/null 2>&1; echo \$?" "named\n2\n"
-# what has no security meaning runs: gates at upstream's defaults (the Helm
-# chart passes them), NodeFeatureGroupAPI=true (nothing is written for groups)
+# gates at upstream's defaults (the Helm chart passes them), and
+# NodeFeatureGroupAPI=true (tests/applets/nfd-master-groups.sh has the groups)
 MCONF=$W/kc-nfdm start_master gates --feature-gates NodeFeatureAPI=true,DisableAutoPrefix=false,NodeFeatureGroupAPI=true
 check "gates at their defaults and NodeFeatureGroupAPI=true: runs" wait_for 20 grep -q 'everything listed' "$W/gates.log"
-check "... and says NodeFeatureGroups are not implemented" grep -q 'NodeFeatureGroupAPI.*not implemented' "$W/gates.log"
+check "... and lists the NodeFeatureGroups, with deploy/'s RBAC" grep -q 'NodeFeatureGroups listed' "$W/gates.log"
 stop_master gates
 testing "... SIGTERM: exit 0" "echo $?" "0\n"
 done_testing

@@ -358,10 +358,100 @@ static void test_caps(void)
 	}
 }
 
+/* NodeFeatureGroups: members, what the object shows, slicing, deletion. */
+#define NFG(n, ns, rules, status) \
+	"{\"metadata\":{\"name\":\"" n "\",\"namespace\":\"" ns "\"},\"spec\":{\"featureGroupRules\":" rules "}" \
+	status "}"
+#define GRULE_NEW \
+	"[{\"name\":\"new\",\"matchFeatures\":[{\"feature\":\"kernel.version\",\"matchExpressions\":" \
+	"{\"major\":{\"op\":\"Gt\",\"value\":[\"5\"]}}}]}]"
+
+static int group_apply(struct nfstore *s, const char *text, int deleted)
+{
+	struct fb_errinfo ei;
+	struct json *o = json_parse(text, strlen(text), "test", &ei);
+	int rc = o ? nfstore_nfg_apply(s, o, deleted) : -FB_EINVAL;
+
+	json_free(o);
+	return rc;
+}
+
+static int stop_now(void *ctx)
+{
+	return --*(int *)ctx >= 0;
+}
+
+static char *members(const struct nfstore *s, size_t i)
+{
+	struct json *a = i < s->n_nfgs ? nfstore_group_nodes(s->nfgs[i]) : NULL;
+	char *t = a ? json_print(a, NULL) : NULL;
+
+	json_free(a);
+	return t;
+}
+
+static void test_groups(void)
+{
+	struct nfstore s;
+	struct ctx cx = { 0, 1 };
+	struct fb_log lg;
+	struct metrics mx;
+	struct nl_policy pol;
+	char *t;
+	int budget = 1;
+
+	store_open(&s, &cx, &lg, &mx, &pol, 0);
+	apply(&s, NODEA, NODE("n3"));
+	apply(&s, NODEA, NODE("n1"));
+	apply(&s, NODEA, NODE("n2"));
+	apply(&s, NFA, NF(OWN, "n1", "n1", "{\"features\":" KVER "}"));
+	apply(&s, NFA, NF(OWN, "n3", "n3", "{\"features\":" KVER "}"));
+	apply(&s, NFA, NF(OWN, "n2", "n2", "{\"features\":{\"attributes\":{\"kernel.version\":{\"elements\":{\"major\":\"5\"}}}}}"));
+	T_INT("groups: another namespace's group is ignored",
+	      group_apply(&s, NFG("g", "elsewhere", GRULE_NEW, ""), 0) == 0 && s.n_nfgs == 0, 1);
+	T_INT("groups: a group of ours is kept", group_apply(&s, NFG("g", OWN, GRULE_NEW, ""), 0) == 0 && s.n_nfgs == 1, 1);
+	T_INT("groups: its rules' feature is kept: NodeFeatures listed again", s.relist_nf, 1);
+	s.relist_nf = 0;
+	s.refresh_all = 1; /* the applet lists them again */
+	nfstore_nf_begin(&s);
+	apply(&s, NFA, NF(OWN, "n1", "n1", "{\"features\":" KVER "}"));
+	apply(&s, NFA, NF(OWN, "n3", "n3", "{\"features\":" KVER "}"));
+	apply(&s, NFA, NF(OWN, "n2", "n2", "{\"features\":{\"attributes\":{\"kernel.version\":{\"elements\":{\"major\":\"5\"}}}}}"));
+	nfstore_nf_end(&s);
+	T_INT("groups: a slice that ends at once leaves nodes to do", nfstore_groups_update(&s, stop_now, &budget), 1);
+	T_INT("groups: then every node", nfstore_groups_update(&s, NULL, NULL), 0);
+	t = members(&s, 0);
+	T_STR("groups: the matching nodes, sorted", t, "[{\"name\":\"n1\"},{\"name\":\"n3\"}]");
+	free(t);
+	T_INT("groups: no status on the object: a write is wanted", nfstore_group_want(s.nfgs[0]) != s.nfgs[0]->have, 1);
+	group_apply(&s, NFG("g", OWN, GRULE_NEW, ",\"status\":{\"nodes\":[{\"name\":\"n1\"},{\"name\":\"n3\"}]}"), 0);
+	T_INT("groups: the object shows the members: nothing to write", nfstore_group_want(s.nfgs[0]) == s.nfgs[0]->have, 1);
+	group_apply(&s, NFG("g", OWN, GRULE_NEW, ",\"status\":{\"nodes\":[{\"name\":\"n3\"},{\"name\":\"n1\"}]}"), 0);
+	T_INT("groups: another order: a write is wanted", nfstore_group_want(s.nfgs[0]) != s.nfgs[0]->have, 1);
+	group_apply(&s, NFG("g", OWN, GRULE_NEW, ",\"status\":{\"nodes\":[{\"name\":\"n1\"},{\"name\":\"n3\"},{\"name\":\"n9\"}]}"), 0);
+	T_INT("groups: a node more: a write is wanted", nfstore_group_want(s.nfgs[0]) != s.nfgs[0]->have, 1);
+	apply(&s, NODED, NODE("n3"));
+	t = members(&s, 0);
+	T_STR("groups: a deleted Node leaves at once", t, "[{\"name\":\"n1\"}]");
+	free(t);
+	apply(&s, NFD, NF(OWN, "n1", "n1", "{}"));
+	nfstore_groups_update(&s, NULL, NULL);
+	t = members(&s, 0);
+	T_STR("groups: a node without NodeFeatures is no member", t, "[]");
+	free(t);
+	group_apply(&s, NFG("g", OWN, "[]", ",\"status\":{\"nodes\":[]}"), 0);
+	T_INT("groups: [] on the object and no members: nothing to write",
+	      nfstore_group_want(s.nfgs[0]) == s.nfgs[0]->have, 1);
+	group_apply(&s, NFG("g", OWN, "[]", ""), 1);
+	T_INT("groups: deleted", s.n_nfgs, 0);
+	store_close(&s, &lg, &mx);
+}
+
 int main(void)
 {
 	t_suite = "nfstore";
 	test_cases();
 	test_caps();
+	test_groups();
 	return t_done();
 }
