@@ -888,6 +888,19 @@ static int evaluate(struct kn *s, struct eval *ev)
 
 /* ---- subcommands ------------------------------------------------------------- */
 
+/* Upstream's validate.MatchFeatures: a feature name is <domain>.<feature>
+ * (templates name it so); nfd-master takes any other name as a feature no
+ * node has. */
+static void feature_names(struct kn *s, const struct json *matchers)
+{
+	for (const struct json *m = json_child(matchers); m; m = json_next(m)) {
+		const char *f = json_get_str(m, "feature", ""), *dot = strchr(f, '.');
+
+		if (!dot || strchr(dot + 1, '.'))
+			errf(s, "invalid feature name %s (not <domain>.<feature>), cannot be used for templating", f);
+	}
+}
+
 static int validate_rule(struct kn *s, const struct json *j, const char *what, int group)
 {
 	struct rules *r = NULL;
@@ -905,6 +918,9 @@ static int validate_rule(struct kn *s, const struct json *j, const char *what, i
 	if (rules_error(r, 0))
 		errf(s, "rule %s: %s", q(json_get_str(j, "name", ""), qa, sizeof(qa)), rules_error(r, 0));
 	rules_free(r);
+	feature_names(s, json_get(j, "matchFeatures"));
+	for (const struct json *a = json_child(json_get(j, "matchAny")); a; a = json_next(a))
+		feature_names(s, json_get(a, "matchFeatures"));
 	if (group)
 		return 0;
 	/* the static outputs through nfd-master's policy; "@" values as 0 */
