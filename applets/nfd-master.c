@@ -592,6 +592,7 @@ static void flush(void *ctx)
 {
 	struct master *m = ctx;
 	long long start = loop_now_ms(), next = -1;
+	int sliced = 0;
 
 	m->flush_timer = 0;
 	if (m->st.relist_nf) {
@@ -619,6 +620,7 @@ static void flush(void *ctx)
 		}
 		if (now - start >= SLICE_MS || loop_signal(m->l) || (!may_write(m) && !m->no_publish)) {
 			next = 0;
+			sliced = 1;
 			break;
 		}
 		lease_poll(m->lease);
@@ -631,7 +633,8 @@ static void flush(void *ctx)
 				next = d > 0 ? d : 0;
 		}
 	}
-	if (m->groups && next < 0 && groups_flush(m, start, &next) < 0)
+	/* the groups once every node had its turn (one retrying does not hold them up) */
+	if (m->groups && !sliced && groups_flush(m, start, &next) < 0)
 		return;
 	if (next >= 0 || m->dirty) {
 		m->dirty = 1;

@@ -133,6 +133,14 @@ put_node node2
 testing "... a node back with a worker" "worker node2" "0\n"
 check "... is back in the groups" wait_for 60 is_members e2e-test-1 node1,node2
 
+# a node whose update keeps failing does not hold the groups up
+k8s_ctl fault --method PATCH --path '^/api/v1/nodes/node1$' --count -1 --status 500 >/dev/null
+node_nf 'o["spec"]["labels"]["stuck"] = "1"' >/dev/null
+check "(node1's update is failing)" wait_for 60 grep -q 'updating node node1 failed (attempt 2)' "$W/m.log"
+put_group $NSP meanwhile '[{"name":"all","matchFeatures":[{"feature":"kernel.version","matchExpressions":{"major":{"op":"Exists"}}}]}]'
+check "a group is written while a node's update is being retried" wait_for 60 is_members meanwhile node1,node2
+k8s_ctl clear-faults >/dev/null
+
 # a failing status write is retried
 FID=$(k8s_ctl fault --method PATCH --path "$NGAPI/e2e-test-1/status" --count 2 --status 500)
 set_status e2e-test-1 '[]'
