@@ -18,4 +18,4 @@ trap 'k8s_stop; rm -rf "$W"' EXIT
 k8s_start "$W/k8s" --bookmark-interval 0.5 || { fail "test API server starts"; exit 1; }
 D=$FB_TOP/tests/applets/data/nfd-master-conformance
 python3 "$FB_TOP/tests/applets/nfd-master-conformance.py" "$SUITE" "$FB" "$W" \
-	${FB_CONFORMANCE_CASES:-"$D/internal.cases" "$D/api-controller.cases" "$D/e2e.cases"}
+	${FB_CONFORMANCE_CASES:-"$D/internal.cases" "$D/api-controller.cases" "$D/validate.cases" "$D/e2e.cases"}
