@@ -274,7 +274,8 @@ wait_for 60 sh -c "[ \"\$($K8S_CTL count list '^/api/v1/nodes\$' --status 503)\"
 sleep 2 # a GC period with the failing list
 check "GC while Nodes cannot be listed: a new node's NodeFeature stays" k8s_ctl get $NFAPI/namespaces/$NSP/nodefeatures/late
 k8s_ctl clear-faults >/dev/null
-check "... and the node is labelled once the list works" wait_for 20 has late "label feature.node.kubernetes.io/late=1"
+# (the Node informer retries after its backoff: up to 30 s + 25% once the list failed often)
+check "... and the node is labelled once the list works" wait_for 90 has late "label feature.node.kubernetes.io/late=1"
 k8s_ctl delete /api/v1/nodes/node1 >/dev/null
 check "node deleted: its NodeFeatures are deleted" wait_for 10 sh -c \
 	"! $K8S_CTL get $NFAPI/namespaces/$NSP/nodefeatures/node1 && ! $K8S_CTL get $NFAPI/namespaces/vendor/nodefeatures/node1-extra"
