@@ -767,7 +767,7 @@ static const struct opt master_optv[] = {
 	{ .lo = "nfd-api-parallelism", .kind = OPT_INT, .off = MO(parallelism), .min = 1, .max = 1000,
 	  .arg = "N", .help = "accepted for compatibility (updates are sequential)" },
 	{ .lo = "feature-gates", .kind = OPT_STRS, .off = MO(feature_gates), .arg = "K=V,...",
-	  .help = "upstream's gates (repeatable); DisableAutoPrefix=true refuses to start, NodeFeatureGroupAPI=true warns" },
+	  .help = "upstream's gates (repeatable); NodeFeatureGroupAPI=true warns" },
 	/* upstream v0.16's flags, gone since v0.17 (gRPC and the controllers' switches) */
 	{ .lo = "verify-node-name", .kind = OPT_IGNORE, .off = MO(ignored), .min = 0,
 	  .help = "v0.16's gRPC TLS check: NodeFeatures come through the API" },
@@ -874,12 +874,8 @@ static int master_configure(struct master *m, struct master_run *r)
 
 		if (app_feature_gates("nfd-master", &o->feature_gates, &dap, &group) < 0)
 			return 2;
-		/* which names are written, and so owned and removed: no guessing */
-		if (dap) {
-			LOG_E(&m->log, "--feature-gates DisableAutoPrefix=true: not implemented (names always get "
-				       "feature.node.kubernetes.io/); refusing to start");
-			return 1;
-		}
+		/* unprefixed names written as they are (the header comment) */
+		m->pol.unprefixed = dap ? NL_KEEP_UNPREFIXED : NL_AUTO_PREFIX;
 		/* only fills in the status of NodeFeatureGroups: leaving it out grants nothing */
 		if (group)
 			LOG_W(&m->log, "--feature-gates NodeFeatureGroupAPI=true: NodeFeatureGroups are not "
@@ -914,6 +910,13 @@ static int master_configure(struct master *m, struct master_run *r)
 	list_join(&c->deny_ns, &o->deny, r->deny_v, &m->pol.n_deny);
 	m->pol.enable_taints = o->taints || c->enable_taints;
 	m->pol.allow_overwrite = c->allow_overwrite;
+	/* the gate wins: v0.18 dropped autoDefaultNs (v0.17 refused unprefixed names with either) */
+	if (m->pol.unprefixed == NL_AUTO_PREFIX && !c->auto_default_ns)
+		m->pol.unprefixed = NL_DROP_UNPREFIXED;
+	if (m->pol.unprefixed != NL_AUTO_PREFIX)
+		LOG_I(&m->log, "unprefixed names are %s",
+		      m->pol.unprefixed == NL_KEEP_UNPREFIXED ? "written as they are (DisableAutoPrefix)"
+							      : "refused (autoDefaultNs: false)");
 	m->disable_labels = c->disable_labels;
 	m->disable_annotations = c->disable_annotations;
 	m->disable_ers = c->disable_ers;
