@@ -69,6 +69,19 @@
  *   alone, and not touched at all while taints are disabled (upstream removes
  *   NFD's); nothing is removed in a namespace the policy refuses. Taking over
  *   from upstream adds the record (one PATCH per node). core/nodelabels.c.
+ * - DisableAutoPrefix=true: a NodeFeature's spec.labels and a rule's labels,
+ *   annotations and extended resources keep unprefixed names, taint keys
+ *   still need a prefix (as upstream). Upstream lists an unprefixed "foo" in
+ *   the bookkeeping annotations as "foo", which reads back (there and here)
+ *   as feature.node.kubernetes.io/foo, so it never removes one; we list it
+ *   as "/foo" (every prefixed name as upstream lists it) and remove it when
+ *   no longer wanted only where the record vouches for the annotation. An
+ *   unvouched "/foo" removes nothing and is not carried on; a bare "foo" is
+ *   the default namespace's, as upstream reads it: nothing a node writes
+ *   removes an admin's unprefixed label. Upstream reads "/foo" as a name no
+ *   node carries (its own leak); what an upstream master wrote unprefixed
+ *   stays until a rule or NodeFeature asks for it again. Values of
+ *   unprefixed names are checked as any others' (upstream checks none).
  *
  * Configuration (nfd-master.conf, --options, flags) is implemented, except
  * what is listed here; what has a security meaning and is not implemented
@@ -82,13 +95,14 @@
  *   the node), whose features rules still match. An unknown restrictions key
  *   is an error: exit 1.
  * - --feature-gates: upstream's gates. NodeFeatureAPI=true and the defaults
- *   are accepted; DisableAutoPrefix=true (unprefixed names written as they
- *   are: which names are written, owned and removed) is not implemented:
- *   exit 1. NodeFeatureGroupAPI=true warns and runs: groups only get a
+ *   are accepted; DisableAutoPrefix=true as upstream v0.18+ (its
+ *   bookkeeping: the deviation above).
+ *   NodeFeatureGroupAPI=true warns and runs: groups only get a
  *   status, and not writing it grants nothing. Unknown gates, bad values and
  *   NodeFeatureAPI=false are usage errors (exit 2), as upstream.
- * - autoDefaultNs (v0.17-v0.18): true is what we do; false (DisableAutoPrefix)
- *   exit 1.
+ * - autoDefaultNs (v0.15-v0.17; v0.18 dropped it): false as those versions,
+ *   no prefix put in front of unprefixed names, which are then refused
+ *   (each logged). The gate wins over it (v0.17 refused them with either).
  * - nfdApiParallelism / --nfd-api-parallelism: performance only, ignored.
  * - klog.*: as upstream merges it with klog's flags (a flag given wins).
  * - Unknown top-level keys: warned about and ignored (upstream ignores them).
