@@ -216,7 +216,8 @@ int nl_removable_(const struct nl_policy *p, enum nl_kind k, const char *key, in
 	 * record: upstream's own lists never name one (a bare name there is in
 	 * the default namespace), so only a node could have written it */
 	if (!slash)
-		return trusted && k != NL_TAINT && labels_valid_name(key, strlen(key)) && !ns_refused(p, k, key, 0);
+		return trusted && k != NL_TAINT && labels_valid_name(key, strlen(key)) &&
+		       !ns_refused(p, k, key, 0);
 	if (!labels_valid_key(key) || ns_refused(p, k, key, nslen))
 		return 0;
 	if (trusted)
