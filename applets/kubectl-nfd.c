@@ -14,8 +14,8 @@
  * - --explain (ours): per rule, matcher, term and expression whether it
  *   matched, on which elements, and for a failed expression what the node
  *   has under its key; then each output's name after nfd-master's policy.
- *   -extra-label-ns, -deny-label-ns and -enable-taints are nfd-master's
- *   flags, for that policy.
+ *   -extra-label-ns, -deny-label-ns, -enable-taints and -feature-gates
+ *   (DisableAutoPrefix) are nfd-master's flags, for that policy.
  * - NodeFeatureGroup files (upstream's plugin reads every file as a
  *   NodeFeatureRule, so a group has no rules and is "valid"):
  *   spec.featureGroupRules are evaluated as nfd-master does and the result
@@ -27,11 +27,13 @@
  *   the labels and vars of the ones before it ("rule.matched"), as in
  *   nfd-master (upstream's plugin runs each rule alone).
  * - Validity is nfd-master's policy: an unprefixed name is valid (nfd-master
- *   writes it under feature.node.kubernetes.io/), which upstream's plugin
+ *   writes it under feature.node.kubernetes.io/, or as it is with
+ *   DisableAutoPrefix), which upstream's plugin
  *   calls an error. Output lines are sorted (Go prints maps at random).
  * - Usage errors are worded by core/opt; no "completion" subcommand. */
 #include "applets.h"
 
+#include "../core/app.h"
 #include "../core/buf.h"
 #include "../core/err.h"
 #include "../core/features.h"
@@ -75,7 +77,7 @@ static const char usage_root[] =
 struct kn_opts {
 	const char *rule_file, *nf_file, *node, *kubeconfig;
 	int explain, enable_taints;
-	struct opt_list extra, deny;
+	struct opt_list extra, deny, gates;
 };
 
 #define KO(m) offsetof(struct kn_opts, m)
@@ -89,7 +91,9 @@ struct kn_opts {
 	{ .lo = "deny-label-ns", .kind = OPT_LIST, .off = KO(deny), .arg = "LIST", \
 	  .help = "nfd-master's -deny-label-ns, for the policy applied" }, \
 	{ .lo = "enable-taints", .kind = OPT_FLAG, .off = KO(enable_taints), \
-	  .help = "nfd-master's -enable-taints: taints are written" }
+	  .help = "nfd-master's -enable-taints: taints are written" }, \
+	{ .lo = "feature-gates", .kind = OPT_STRS, .off = KO(gates), .arg = "K=V,...", \
+	  .help = "nfd-master's -feature-gates: DisableAutoPrefix=true keeps unprefixed names" }
 
 static const struct opt validate_optv[] = {
 	RULE_OPT("Path to the NodeFeatureRule file to validate"),
@@ -1106,6 +1110,8 @@ static int parse(int cmd, struct kn_opts *o, int argc, char **argv)
 
 static int setup(struct kn *s)
 {
+	int dap = 0;
+
 	log_init(&s->log);
 	log_init(&s->plog);
 	nl_policy_init(&s->pol);
@@ -1114,6 +1120,9 @@ static int setup(struct kn *s)
 	s->pol.deny_ns = s->o.deny.v;
 	s->pol.n_deny = (size_t)s->o.deny.n;
 	s->pol.enable_taints = 1;
+	if (app_feature_gates("kubectl-nfd", &s->o.gates, &dap, NULL) < 0)
+		return -1;
+	s->pol.unprefixed = dap ? NL_KEEP_UNPREFIXED : NL_AUTO_PREFIX;
 	if (pipe(s->pfd) < 0 || fcntl(s->pfd[0], F_SETFL, O_NONBLOCK) < 0) {
 		fprintf(stderr, "kubectl-nfd: pipe: %s\n", strerror(errno));
 		return -1;

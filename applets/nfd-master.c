@@ -75,6 +75,19 @@
  *   alone, and not touched at all while taints are disabled (upstream removes
  *   NFD's); nothing is removed in a namespace the policy refuses. Taking over
  *   from upstream adds the record (one PATCH per node). core/nodelabels.c.
+ * - DisableAutoPrefix=true: a NodeFeature's spec.labels and a rule's labels,
+ *   annotations and extended resources keep unprefixed names, taint keys
+ *   still need a prefix (as upstream). Upstream lists an unprefixed "foo" in
+ *   the bookkeeping annotations as "foo", which reads back (there and here)
+ *   as feature.node.kubernetes.io/foo, so it never removes one; we list it
+ *   as "/foo" (every prefixed name as upstream lists it) and remove it when
+ *   no longer wanted only where the record vouches for the annotation. An
+ *   unvouched "/foo" removes nothing and is not carried on; a bare "foo" is
+ *   the default namespace's, as upstream reads it: nothing a node writes
+ *   removes an admin's unprefixed label. Upstream reads "/foo" as a name no
+ *   node carries (its own leak); what an upstream master wrote unprefixed
+ *   stays until a rule or NodeFeature asks for it again. Values of
+ *   unprefixed names are checked as any others' (upstream checks none).
  *
  * Configuration (nfd-master.conf, --options, flags) is implemented, except
  * what is listed here; what has a security meaning and is not implemented
@@ -88,13 +101,13 @@
  *   the node), whose features rules still match. An unknown restrictions key
  *   is an error: exit 1.
  * - --feature-gates: upstream's gates. NodeFeatureAPI=true and the defaults
- *   are accepted; DisableAutoPrefix=true (unprefixed names written as they
- *   are: which names are written, owned and removed) is not implemented:
- *   exit 1. NodeFeatureGroupAPI=true turns NodeFeatureGroups on (above).
- *   Unknown gates, bad values and
+ *   are accepted; DisableAutoPrefix=true as upstream v0.18+ (its
+ *   bookkeeping: the deviation above). NodeFeatureGroupAPI=true turns
+ *   NodeFeatureGroups on (above). Unknown gates, bad values and
  *   NodeFeatureAPI=false are usage errors (exit 2), as upstream.
- * - autoDefaultNs (v0.17-v0.18): true is what we do; false (DisableAutoPrefix)
- *   exit 1.
+ * - autoDefaultNs (v0.15-v0.17; v0.18 dropped it): false as those versions,
+ *   no prefix put in front of unprefixed names, which are then refused
+ *   (each logged). The gate wins over it (v0.17 refused them with either).
  * - nfdApiParallelism / --nfd-api-parallelism: performance only, ignored.
  * - klog.*: as upstream merges it with klog's flags (a flag given wins).
  * - Unknown top-level keys: warned about and ignored (upstream ignores them).
@@ -898,7 +911,7 @@ static const struct opt master_optv[] = {
 	{ .lo = "nfd-api-parallelism", .kind = OPT_INT, .off = MO(parallelism), .min = 1, .max = 1000,
 	  .arg = "N", .help = "accepted for compatibility (updates are sequential)" },
 	{ .lo = "feature-gates", .kind = OPT_STRS, .off = MO(feature_gates), .arg = "K=V,...",
-	  .help = "upstream's gates (repeatable); DisableAutoPrefix=true refuses to start, NodeFeatureGroupAPI=true warns" },
+	  .help = "upstream's gates (repeatable); DisableAutoPrefix, NodeFeatureGroupAPI" },
 	/* upstream v0.16's flags, gone since v0.17 (gRPC and the controllers' switches) */
 	{ .lo = "verify-node-name", .kind = OPT_IGNORE, .off = MO(ignored), .min = 0,
 	  .help = "v0.16's gRPC TLS check: NodeFeatures come through the API" },
@@ -1005,12 +1018,8 @@ static int master_configure(struct master *m, struct master_run *r)
 
 		if (app_feature_gates("nfd-master", &o->feature_gates, &dap, &group) < 0)
 			return 2;
-		/* which names are written, and so owned and removed: no guessing */
-		if (dap) {
-			LOG_E(&m->log, "--feature-gates DisableAutoPrefix=true: not implemented (names always get "
-				       "feature.node.kubernetes.io/); refusing to start");
-			return 1;
-		}
+		/* unprefixed names written as they are (the header comment) */
+		m->pol.unprefixed = dap ? NL_KEEP_UNPREFIXED : NL_AUTO_PREFIX;
 		m->groups = group;
 	}
 	app_warn_ignored(&master_spec, o, &m->log);
@@ -1042,6 +1051,13 @@ static int master_configure(struct master *m, struct master_run *r)
 	list_join(&c->deny_ns, &o->deny, r->deny_v, &m->pol.n_deny);
 	m->pol.enable_taints = o->taints || c->enable_taints;
 	m->pol.allow_overwrite = c->allow_overwrite;
+	/* the gate wins: v0.18 dropped autoDefaultNs (v0.17 refused unprefixed names with either) */
+	if (m->pol.unprefixed == NL_AUTO_PREFIX && !c->auto_default_ns)
+		m->pol.unprefixed = NL_DROP_UNPREFIXED;
+	if (m->pol.unprefixed != NL_AUTO_PREFIX)
+		LOG_I(&m->log, "unprefixed names are %s",
+		      m->pol.unprefixed == NL_KEEP_UNPREFIXED ? "written as they are (DisableAutoPrefix)"
+							      : "refused (autoDefaultNs: false)");
 	m->disable_labels = c->disable_labels;
 	m->disable_annotations = c->disable_annotations;
 	m->disable_ers = c->disable_ers;

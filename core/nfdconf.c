@@ -155,7 +155,6 @@ enum kind {
 	K_FAKE,     /* sources.fake: merged into a json object as Go's decoder merges */
 	/* nfd-master.conf: its own messages, kept from before the table */
 	M_BOOL,     /* true/false: "not true or false" */
-	M_AUTONS,   /* autoDefaultNs: M_BOOL, and false is refused */
 	M_DUR,      /* a Go duration string or integer nanoseconds, into ms */
 	M_LIST,     /* a list of strings; null leaves it */
 	M_STR,      /* labelWhiteList: strings only */
@@ -900,8 +899,9 @@ static const struct field m_top_fields[] = {
 	M("informerPageSize", M_PAGE, page_size),
 	{ "klog", K_KLOG, 0, m_klog_fields, F_LENIENT },
 	MSUB("restrictions", m_restr_fields, F_STRICT),
-	/* v0.17-v0.18: false is DisableAutoPrefix, which is not implemented */
-	M("autoDefaultNs", M_AUTONS, auto_default_ns),
+	/* v0.15-v0.17 (dropped in v0.18): false, no feature.node.kubernetes.io/
+	 * put in front of unprefixed names, which are then refused */
+	M("autoDefaultNs", M_BOOL, auto_default_ns),
 	{ NULL, K_OBJ, 0, NULL, 0 },
 };
 
@@ -964,12 +964,8 @@ static int do_master(struct walk *w, const struct field *f, const struct json *j
 		return 0;
 	switch (f->kind) {
 	case M_BOOL:
-	case M_AUTONS:
 		if (json_bool(j) < 0)
 			return fail(w, "not true or false");
-		if (f->kind == M_AUTONS && !json_bool(j))
-			return fail(w, "false is not implemented (names always get feature.node.kubernetes.io/): "
-				    "refusing to start");
 		if (w->apply)
 			*(int *)dst = json_bool(j);
 		return 0;

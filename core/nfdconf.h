@@ -128,9 +128,10 @@ int nfdconf_owner_refs(const struct nfd_strlist *list, struct fb_errinfo *ei);
  * ignoring ASCII case, the exact spelling first, then the first other
  * spelling. An unknown top-level key is a warning; an unknown key under
  * restrictions is an error (a restriction skipped fails open). Durations are
- * Go duration strings or integer nanoseconds. autoDefaultNs: false is refused
- * (DisableAutoPrefix is not implemented). Errors are "WHAT: key: problem"
- * (ei->what = WHAT, the file or "--options"). */
+ * Go duration strings or integer nanoseconds. autoDefaultNs (v0.15-v0.17)
+ * is read: false means unprefixed names are refused (NL_DROP_UNPREFIXED).
+ * Errors are "WHAT: key: problem" (ei->what = WHAT, the file or
+ * "--options"). */
 
 #define NFDCONF_NS_QUERY_MAX 900 /* an encoded labelSelector, with its NUL */
 

@@ -34,6 +34,7 @@ struct lmap {
 	const char **keys;
 	const char **vals;
 	size_t n, keys_size, vals_size;
+	int keep_unprefixed;    /* the policy's unprefixed is not NL_AUTO_PREFIX */
 };
 
 static int lmap_set(struct lmap *b, const char *key, const char *value)
@@ -53,12 +54,14 @@ static int lmap_set(struct lmap *b, const char *key, const char *value)
 	return 0;
 }
 
-/* "x" -> "feature.node.kubernetes.io/x"; others as they are. */
+/* "x" -> "feature.node.kubernetes.io/x" (with b->keep_unprefixed "x", as
+ * upstream's DisableAutoPrefix and autoDefaultNs: false: the policy then
+ * writes or refuses it); others as they are. */
 static int lmap_set_prefixed(struct lmap *b, const char *key, const char *value)
 {
 	char full[400];
 
-	if (strchr(key, '/'))
+	if (strchr(key, '/') || b->keep_unprefixed)
 		return lmap_set(b, key, value);
 	snprintf(full, sizeof(full), NL_DEFAULT_NS "/%s", key);
 	return lmap_set(b, full, value);
@@ -271,6 +274,7 @@ int nfstore_desired(struct nfstore *s, struct nfstore_node *n, struct nl_set *se
 	memset(&out, 0, sizeof(out));
 	memset(&labels, 0, sizeof(labels));
 	arena_init(&labels.keys_strs);
+	labels.keep_unprefixed = s->c.pol && s->c.pol->unprefixed != NL_AUTO_PREFIX;
 	if (features_init(&f) < 0 || rules_out_init(&out) < 0)
 		goto out;
 	if (merge_node(s, n, &f, &labels, kept, &nv) < 0)

@@ -80,6 +80,8 @@ static char *nf_keep(struct nfstore *s, struct nfstore_nf *o, const struct json 
 	if (json_type(lab) == JSON_OBJECT) {
 		struct json *kl = json_new_object();
 		size_t pl = strlen(NL_DEFAULT_NS "/");
+		/* without the auto prefix "x" and "<default>/x" are two labels */
+		int strip = !s->c.pol || s->c.pol->unprefixed == NL_AUTO_PREFIX;
 
 		if (!kl || json_set_take(keep, "labels", kl) < 0)
 			goto out;
@@ -91,7 +93,8 @@ static char *nf_keep(struct nfstore *s, struct nfstore_nf *o, const struct json 
 			for (int pass = 0; pass < 2; pass++)
 				for (const struct json *c = json_child(lab); c; c = json_next(c)) {
 					const char *k = json_key(c);
-					int prefixed = strncmp(k, NL_DEFAULT_NS "/", pl) == 0 && !strchr(k + pl, '/');
+					int prefixed = strip && strncmp(k, NL_DEFAULT_NS "/", pl) == 0 &&
+						       !strchr(k + pl, '/');
 
 					if (!json_str(c) || prefixed != pass)
 						continue;

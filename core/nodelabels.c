@@ -6,8 +6,11 @@
  *
  * What upstream does and we do too: unprefixed label, annotation and
  * extended resource keys get feature.node.kubernetes.io/ (a prefixed
- * duplicate wins); "@d.f.e" values of labels and extended resources come from
- * attribute features; kubernetes.io and *.kubernetes.io are denied except
+ * duplicate wins), are kept as they are with DisableAutoPrefix
+ * (NL_KEEP_UNPREFIXED; taint keys still need a prefix) or refused with
+ * v0.15-v0.17's autoDefaultNs: false (NL_DROP_UNPREFIXED); "@d.f.e" values
+ * of labels and extended resources come from attribute features;
+ * kubernetes.io and *.kubernetes.io are denied except
  * feature.node.kubernetes.io and profile.node.kubernetes.io and their
  * subdomains for labels, feature.node.kubernetes.io and its subdomains for
  * annotations, extended resources and taints; --deny-label-ns, its "*"
@@ -44,6 +47,17 @@
  *   the record. Only what passes goes into the new annotations and record,
  *   so a forged entry is never laundered (with skip_removal too: the
  *   bookkeeping annotations are rewritten even then).
+ * - Unprefixed names (DisableAutoPrefix). Upstream lists an unprefixed
+ *   "foo" as "foo", which it reads back as feature.node.kubernetes.io/foo:
+ *   it never removes one. We list it as "/foo" (an empty namespace; upstream
+ *   reads it as a name no node carries) and remove it, when no longer
+ *   wanted, only where the record vouches for the list; an unvouched "/foo"
+ *   is no hint at all (dropped: the node could have written it to name an
+ *   admin's label), and a bare "foo" stays the default namespace's. Values,
+ *   lengths and quantities of unprefixed names are checked as any others'
+ *   (upstream's validation stops at the missing prefix: a bad label value
+ *   then fails the whole patch at the API server). A bare extended
+ *   resource may be fractional: the API server counts it a native resource.
  * - Taints disabled: spec.taints and the taints annotation are not touched
  *   at all (upstream removes the taints NFD applied); the record keeps
  *   vouching for the annotation if it did. Prune the same.

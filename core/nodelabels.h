@@ -41,6 +41,10 @@ struct nl_policy {
 	int enable_taints;                 /* --enable-taints */
 	int allow_overwrite;               /* restrictions.allowOverwrite (default 1):
 					    * replace a value NFD does not manage */
+	int unprefixed;                    /* NL_AUTO_PREFIX (default), NL_KEEP_UNPREFIXED
+					    * (--feature-gates DisableAutoPrefix=true) or
+					    * NL_DROP_UNPREFIXED (v0.15-v0.17's
+					    * autoDefaultNs: false) */
 	int record;                        /* 1 (nfd-master): write the record label and
 					    * trust the annotations it vouches for; 0
 					    * (default; a writer that is the node itself,
@@ -50,8 +54,15 @@ struct nl_policy {
 					    * master that is no longer the leader */
 	void *may_write_ctx;
 };
+/* What becomes of an unprefixed label, annotation or extended resource
+ * name (taint keys are never prefixed: an unprefixed one is refused):
+ * NL_AUTO_PREFIX: it gets "feature.node.kubernetes.io/" (a prefixed
+ * duplicate wins); NL_KEEP_UNPREFIXED: written as it is (upstream v0.18+
+ * with the DisableAutoPrefix gate); NL_DROP_UNPREFIXED: refused, "unprefixed
+ * keys are not allowed" (upstream v0.15-v0.17 with autoDefaultNs: false). */
+enum { NL_AUTO_PREFIX, NL_KEEP_UNPREFIXED, NL_DROP_UNPREFIXED };
 /* Defaults: no instance, no lists, no whitelist, taints off, overwrite on,
- * no record. */
+ * auto prefix, no record. */
 void nl_policy_init(struct nl_policy *p);
 
 /* A desired (or current) state. Owned objects of string values, NULL
@@ -67,15 +78,15 @@ struct nl_rejects {
 };
 
 /* Makes s acceptable, in place: unprefixed label, annotation and extended
- * resource keys get "feature.node.kubernetes.io/"; a value "@d.f.e" is
- * replaced by attribute e of attribute feature d.f of feat (feat may be
- * NULL: then such entries are dropped); then the namespace policy, the
- * whitelist and Kubernetes key/value validity drop what fails, each drop
- * logged (level W, naming key and reason; lg may be NULL) and counted in
- * rej (may be NULL). Taints are dropped whole unless p->enable_taints. The
- * rules per kind, and where they deviate from upstream, are in the header
- * comment of nodelabels.c. Returns 0 or -FB_ENOMEM (s then partly filtered:
- * free it). */
+ * resource keys get "feature.node.kubernetes.io/" (or not: p->unprefixed);
+ * a value "@d.f.e" is replaced by attribute e of attribute feature d.f of
+ * feat (feat may be NULL: then such entries are dropped); then the
+ * namespace policy, the whitelist and Kubernetes key/value validity drop
+ * what fails, each drop logged (level W, naming key and reason; lg may be
+ * NULL) and counted in rej (may be NULL). Taints are dropped whole unless
+ * p->enable_taints. The rules per kind, and where they deviate from
+ * upstream, are in the header comment of nodelabels.c. Returns 0 or
+ * -FB_ENOMEM (s then partly filtered: free it). */
 int nl_filter(const struct nl_policy *p, struct nl_set *s, const struct features *feat,
 	      const struct fb_log *lg, struct nl_rejects *rej);
 

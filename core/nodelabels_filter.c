@@ -212,7 +212,13 @@ int nl_removable_(const struct nl_policy *p, enum nl_kind k, const char *key, in
 	const char *slash = strchr(key, '/');
 	size_t nslen = slash ? (size_t)(slash - key) : 0;
 
-	if (!slash || !labels_valid_key(key) || ns_refused(p, k, key, nslen))
+	/* an unprefixed name (listed "/name", DisableAutoPrefix) only on the
+	 * record: upstream's own lists never name one (a bare name there is in
+	 * the default namespace), so only a node could have written it */
+	if (!slash)
+		return trusted && k != NL_TAINT && labels_valid_name(key, strlen(key)) &&
+		       !ns_refused(p, k, key, 0);
+	if (!labels_valid_key(key) || ns_refused(p, k, key, nslen))
 		return 0;
 	if (trusted)
 		return 1;
@@ -258,7 +264,7 @@ static const char *check(const struct nl_policy *p, enum nl_kind k, const char *
 	size_t nslen = slash ? (size_t)(slash - key) : 0;
 	struct qty q;
 
-	if (!slash)
+	if (!slash && (k == NL_TAINT || p->unprefixed != NL_KEEP_UNPREFIXED))
 		return "unprefixed keys are not allowed";
 	if (!labels_valid_key(key))
 		return "invalid key: a prefix (DNS subdomain) and a name of 1-63 characters "
@@ -272,7 +278,7 @@ static const char *check(const struct nl_policy *p, enum nl_kind k, const char *
 	if (k == NL_LABEL) {
 		if (!labels_valid_value(value, strlen(value)))
 			return "invalid value: at most 63 characters [A-Za-z0-9._-], alphanumeric at both ends";
-		if (p->label_whitelist && regexec(p->label_whitelist, slash + 1, 0, NULL, 0) != 0)
+		if (p->label_whitelist && regexec(p->label_whitelist, slash ? slash + 1 : key, 0, NULL, 0) != 0)
 			return "name does not match the label whitelist";
 		return NULL;
 	}
@@ -283,7 +289,7 @@ static const char *check(const struct nl_policy *p, enum nl_kind k, const char *
 			return "value is not a quantity";
 		if (q.neg)
 			return "negative quantity (the API server refuses it)";
-		if (!q.integral && !strstr(key, "kubernetes.io/"))
+		if (!q.integral && slash && !strstr(key, "kubernetes.io/"))
 			return "extended resources must be integers (the API server refuses fractions)";
 	}
 	return NULL;
@@ -308,7 +314,7 @@ static int filter_map(const struct nl_policy *p, struct json **mapp, enum nl_kin
 	for (const struct json *c = json_child(in); c; c = json_next(c)) {
 		const char *key = json_key(c), *value = json_str(c), *bad = NULL;
 
-		if (key && !strchr(key, '/')) {
+		if (key && !strchr(key, '/') && p->unprefixed == NL_AUTO_PREFIX) {
 			char *f = malloc(strlen(NL_PREFIX) + strlen(key) + 1);
 
 			if (!f)

@@ -27,7 +27,8 @@ void nl_names_init_(struct nl_names *nm, const char *instance)
 
 /* Adds the names listed in a bookkeeping annotation ("a,b,example.com/c")
  * with the default namespace put back in front of those without one, as
- * upstream's stringToNsNames. Empty entries are skipped. */
+ * upstream's stringToNsNames; "/name" (ours: an unprefixed name written
+ * with DisableAutoPrefix) is the name alone. Empty entries are skipped. */
 int nl_tracked_add_(struct strset *s, const char *list)
 {
 	const char *p = list;
@@ -37,7 +38,9 @@ int nl_tracked_add_(struct strset *s, const char *list)
 		size_t len = (size_t)(end - p);
 		int rc = 0;
 
-		if (len && memchr(p, '/', len))
+		if (len > 1 && p[0] == '/' && !memchr(p + 1, '/', len - 1))
+			rc = strset_add2(s, p + 1, len - 1, "", 0);
+		else if (len && memchr(p, '/', len))
 			rc = strset_add2(s, p, len, "", 0);
 		else if (len)
 			rc = strset_add2(s, NL_PREFIX, strlen(NL_PREFIX), p, len);
@@ -50,24 +53,45 @@ int nl_tracked_add_(struct strset *s, const char *list)
 
 /* The bookkeeping annotation value of a set of full keys: sorted after the
  * default namespace is stripped (upstream sorts the stripped names), joined
- * with ",". Owned; "" for an empty set; NULL on allocation failure. */
+ * with ","; an unprefixed key is listed "/key" (upstream would list it
+ * "key", which reads back as feature.node.kubernetes.io/key: the
+ * DisableAutoPrefix rules in nodelabels.c). Owned; "" for an empty set;
+ * NULL on allocation failure. */
+struct listed {
+	const char *name; /* as listed, without the "/" of an unprefixed one */
+	int bare;         /* unprefixed: listed "/name" */
+};
+
+static int listed_cmp(const void *a, const void *b)
+{
+	const struct listed *x = a, *y = b;
+
+	if (x->bare != y->bare) /* "/" sorts before any name's first character */
+		return y->bare - x->bare;
+	return strcmp(x->name, y->name);
+}
+
 char *nl_tracked_value_(const struct strset *s)
 {
-	const char **names = s->n ? malloc(s->n * sizeof(*names)) : NULL;
+	struct listed *names = s->n ? malloc(s->n * sizeof(*names)) : NULL;
 	size_t plen = strlen(NL_PREFIX);
 	struct buf b;
 
 	if (s->n && !names)
 		return NULL;
-	for (size_t i = 0; i < s->n; i++)
-		names[i] = strncmp(s->v[i], NL_PREFIX, plen) == 0 ? s->v[i] + plen : s->v[i];
+	for (size_t i = 0; i < s->n; i++) {
+		names[i].bare = !strchr(s->v[i], '/');
+		names[i].name = strncmp(s->v[i], NL_PREFIX, plen) == 0 ? s->v[i] + plen : s->v[i];
+	}
 	if (s->n)
-		qsort(names, s->n, sizeof(*names), strset_cmp);
+		qsort(names, s->n, sizeof(*names), listed_cmp);
 	buf_init(&b, 0);
 	for (size_t i = 0; i < s->n; i++) {
 		if (i)
 			buf_putc(&b, ',');
-		buf_puts(&b, names[i]);
+		if (names[i].bare)
+			buf_putc(&b, '/');
+		buf_puts(&b, names[i].name);
 	}
 	free(names);
 	return buf_take(&b, NULL);

@@ -163,6 +163,14 @@ testing "--explain: failed expressions say what the node has, outputs their fina
         minor Gt [10]: no match: saw attribute minor=\"8\"
 label feature.node.kubernetes.io/kernel-major=6
 taint example.com/gpu=amd:NoSchedule\n"
+testing "--explain --feature-gates DisableAutoPrefix=true: unprefixed names as nfd-master with the gate writes them" \
+	"$K dryrun -f $F/rules.yaml -n $F/nodefeature.yaml --explain --feature-gates DisableAutoPrefix=true | grep -e 'kernel-major'" \
+	"    label kernel-major=@kernel.version.major -> kernel-major=6
+kernel-major=6
+label kernel-major=6\n"
+testing "--feature-gates: a bad gate is an error naming it" \
+	"$K dryrun -f $F/rules.yaml -n $F/nodefeature.yaml --feature-gates Bogus=true 2>&1 >/dev/null | grep -c Bogus; $K dryrun -f $F/rules.yaml -n $F/nodefeature.yaml --feature-gates Bogus=true >/dev/null 2>&1; echo \$?" \
+	"1\n1\n"
 testing "--explain: an absent feature, and a failing rule" \
 	"$K dryrun -f $F/broken.yaml -n $F/example-nodefeature.json --explain 2>/dev/null | grep -e FAILED -e 'no feature'" \
 	"  FAILED: matchFeatures[0] (kernel.version): matchExpressions \"major\": invalid op \"Bogus\"\n"

@@ -185,9 +185,6 @@ refuses() { # NAME WHAT-IT-MUST-NAME ARGS...: exit 1 within 10 s, naming it
 printf 'restrictions:\n  disableTaints: true\n' >"$W/unknown-restriction.conf"
 refuses "a restrictions key nfd-master does not know" restrictions.disableTaints --config "$W/unknown-restriction.conf"
 refuses "the same in --options" restrictions.denyAll "--options '{\"restrictions\":{\"denyAll\":true}}'"
-refuses "--feature-gates DisableAutoPrefix=true" DisableAutoPrefix --feature-gates DisableAutoPrefix=true
-printf 'autoDefaultNs: false\n' >"$W/autons.conf"
-refuses "autoDefaultNs: false (v0.17-v0.18)" autoDefaultNs --config "$W/autons.conf"
 printf 'restrictions:\n  nodeFeatureNamespaceSelector:\n    matchExpressions: [{key: a, operator: Bogus}]\n' >"$W/badsel.conf"
 refuses "a selector with an unknown operator" restrictions.nodeFeatureNamespaceSelector --config "$W/badsel.conf"
 printf 'restrictions:\n  nodeFeatureNamespaceSelector:\n    matchExpressions: [{key: a, operator: In, values: []}]\n' >"$W/badsel2.conf"

@@ -12,7 +12,9 @@
  *   the annotations are hints) or off: no taint on the node is ever dropped
  *   from spec.taints, and no label is removed in node-restriction.kubernetes.io
  *   (but a prune's of the record itself) or elsewhere in kubernetes.io/k8s.io
- *   but NFD's feature./profile.node.kubernetes.io (issue 16).
+ *   but NFD's feature./profile.node.kubernetes.io (issue 16), and no
+ *   unprefixed label at all (a "/name" entry, DisableAutoPrefix's, counts
+ *   only on the record).
  *
  * Built two ways, as the other targets: with libFuzzer (make fuzz), and as a
  * corpus replay under ASan+UBSan (tests/fuzz/corpus/nodelabels). */
@@ -83,7 +85,7 @@ static void check_hostile(const struct json *node, const struct json *ops, int p
 			len = slash ? (size_t)(slash - key) : 0;
 			if (prune && slash && !strcmp(slash, "/nfd-record") && within(key, len, "node-restriction.kubernetes.io"))
 				continue;
-			if (within(key, len, "node-restriction.kubernetes.io") ||
+			if (!slash || within(key, len, "node-restriction.kubernetes.io") ||
 			    ((within(key, len, "kubernetes.io") || within(key, len, "k8s.io")) &&
 			     !within(key, len, "feature.node.kubernetes.io") && !within(key, len, "profile.node.kubernetes.io")))
 				abort();

@@ -636,9 +636,9 @@ static const struct {
 	  "--options: restrictions.allowOverwrite: not true or false", NULL },
 	{ "restrictions: selector", "restrictions: {nodeFeatureNamespaceSelector: {matchExpressions: [{key: a, operator: Foo}]}}",
 	  -FB_EINVAL, "--options: restrictions.nodeFeatureNamespaceSelector: ", NULL },
-	{ "autoDefaultNs: false", "autoDefaultNs: false", -FB_EINVAL,
-	  "--options: autoDefaultNs: false is not implemented (names always get feature.node.kubernetes.io/): "
-	  "refusing to start", NULL },
+	{ "autoDefaultNs: false is read", "autoDefaultNs: false", 0, NULL, NULL },
+	{ "autoDefaultNs: not a bool", "autoDefaultNs: sometimes", -FB_EINVAL, "--options: autoDefaultNs: not true or false",
+	  NULL },
 	{ "unknown key warns", "{zz: 1, noPublish: true}", 0, NULL, "--options: unknown key zz, ignored" },
 	{ "known, not read here", "nfdApiParallelism: [1]", 0, NULL, NULL },
 };
@@ -678,12 +678,13 @@ static void test_master(void)
 	      MAPPLY("noPublish: true\nenableTaints: true\nextraLabelNs: [a.io, b.io]\n"
 					"resyncPeriod: 1.5m\nlabelWhiteList: '^x'\n"
 					"leaderElection: {leaseDuration: 20s, renewDeadline: 3000000000, retryPeriod: 1h1ms}\n"
-					"informerPageSize: 0\nklog: {v: '4'}\n"
+					"informerPageSize: 0\nklog: {v: '4'}\nautoDefaultNs: false\n"
 					"restrictions: {allowOverwrite: false, disableLabels: true, "
 					"nodeFeatureNamespaceSelector: {matchLabels: {team: a}}}\n", "f"), 0);
 	T_OK("master: values stored", c.no_publish && c.enable_taints && c.resync_ms == 90000 && c.lease_ms == 20000 &&
 		 c.renew_ms == 3000 && c.retry_ms == 3600001 && c.page_size == 0 && c.have_klog_v && c.klog_v == 4 &&
-		 !c.allow_overwrite && c.disable_labels && c.whitelist && !strcmp(c.whitelist, "^x"),
+		 !c.allow_overwrite && c.disable_labels && c.whitelist && !strcmp(c.whitelist, "^x") &&
+		 !c.auto_default_ns,
 	     "resync=%lld lease=%lld renew=%lld retry=%lld", c.resync_ms, c.lease_ms, c.renew_ms, c.retry_ms);
 	T_LIST("master: extraLabelNs", c.extra_ns, "a.io,b.io");
 	T_STR("master: selector encoded", c.ns_query, "team%3Da");

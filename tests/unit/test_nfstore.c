@@ -24,6 +24,9 @@
 	"[{\"name\":\"k\",\"labels\":{\"kver\":\"@kernel.version.major\"},\"matchFeatures\":[{\"feature\":" \
 	"\"kernel.version\",\"matchExpressions\":{\"major\":{\"op\":\"Gt\",\"value\":[\"4\"]}}}]}]"
 
+/* a rule that always matches, labelling bar=1 */
+#define UNPREF_RULE "[{\"name\":\"u\",\"labels\":{\"bar\":\"1\"}}]"
+
 enum op {
 	END, NFA, NFD, NFRA, NFRD, NODEA, NODED, NSA, NSD, /* apply or delete */
 	NF_LIST, NODE_LIST, NFR_LIST, /* begin, the objects of the step as a list, end */
@@ -46,6 +49,7 @@ struct tcase {
 	/* nfs: its NodeFeatures; marked: dirty hook calls since the last CLEAR
 	 * (-1: not checked); relist: relist_nf; dyn: "@" names counted; stale:
 	 * objects kept before the node's last "@" name (read again) */
+	int unprefixed; /* the policy's (NL_AUTO_PREFIX: 0) */
 };
 
 static const struct tcase cases[] = {
@@ -138,6 +142,26 @@ static const struct tcase cases[] = {
 	  { { NODEA, NODE("n1") }, { NSA, NS("a") }, { NFA, NF("a", "o", "n1", "{\"labels\":{\"a\":\"1\"}}") },
 	    { CLEAR }, { NSD, NS("a") } },
 	  "n1", "{}", 1, 1, 0, 0, 0 },
+	/* unprefixed names (DisableAutoPrefix; autoDefaultNs: false): an
+	 * object's "a" and "<default>/a" are two labels, kept and merged apart */
+	{ "auto prefix: a NodeFeature's and a rule's unprefixed names prefixed, the prefixed duplicate wins", 0, 1,
+	  { { NFRA, NFR("r", UNPREF_RULE) },
+	    { NFA, NF(OWN, "n1", "n1", "{\"labels\":{\"a\":\"1\",\"feature.node.kubernetes.io/a\":\"2\",\"x.io/b\":\"3\"}}") } },
+	  "n1", "{\"feature.node.kubernetes.io/a\":\"2\",\"x.io/b\":\"3\",\"feature.node.kubernetes.io/bar\":\"1\"}", 1, -1, 0, 0,
+	  0 },
+	{ "DisableAutoPrefix: a NodeFeature's and a rule's unprefixed names as they are", 0, 1,
+	  { { NFRA, NFR("r", UNPREF_RULE) },
+	    { NFA, NF(OWN, "n1", "n1", "{\"labels\":{\"a\":\"1\",\"feature.node.kubernetes.io/a\":\"2\",\"x.io/b\":\"3\"}}") } },
+	  "n1", "{\"a\":\"1\",\"feature.node.kubernetes.io/a\":\"2\",\"x.io/b\":\"3\",\"bar\":\"1\"}", 1, -1, 0, 0, 0,
+	  NL_KEEP_UNPREFIXED },
+	{ "DisableAutoPrefix: two objects, \"a\" of the later one wins, \"<default>/a\" is another label", 0, 1,
+	  { { NFA, NF(OWN, "n1", "n1", "{\"labels\":{\"a\":\"1\",\"feature.node.kubernetes.io/a\":\"2\"}}") },
+	    { NFA, NF("vendor", "v", "n1", "{\"labels\":{\"a\":\"3\"}}") } },
+	  "n1", "{\"a\":\"3\",\"feature.node.kubernetes.io/a\":\"2\"}", 2, -1, 0, 0, 0, NL_KEEP_UNPREFIXED },
+	{ "autoDefaultNs: false: unprefixed names refused, not prefixed", 0, 1,
+	  { { NFRA, NFR("r", UNPREF_RULE) },
+	    { NFA, NF(OWN, "n1", "n1", "{\"labels\":{\"a\":\"1\",\"feature.node.kubernetes.io/a\":\"2\",\"x.io/b\":\"3\"}}") } },
+	  "n1", "{\"feature.node.kubernetes.io/a\":\"2\",\"x.io/b\":\"3\"}", 1, -1, 0, 0, 0, NL_DROP_UNPREFIXED },
 };
 
 struct ctx {
@@ -237,6 +261,7 @@ static void test_cases(void)
 		char what[300];
 
 		store_open(&s, &cx, &lg, &mx, &pol, tc->ns_filter);
+		pol.unprefixed = tc->unprefixed;
 		for (const struct step *st = tc->steps; st->op != END; st++) {
 			if (st->op == CLEAR)
 				cx.marked = 0;

@@ -231,6 +231,7 @@ static const struct fcase {
 	const char *deny, *extra, *whitelist; /* comma lists; a regex */
 	int taints, nofeat;
 	const char *log; /* in the log, or NULL */
+	int unprefixed;  /* the policy's (NL_AUTO_PREFIX: 0) */
 } fcases[] = {
 	{ "unprefixed keys get the default namespace",
 	  "{'labels':{'cpu-avx':'true','F/x':'1'},'annotations':{'note':'hi'},'ers':{'gpu':'2'}}",
@@ -322,6 +323,38 @@ static const struct fcase {
 	  .taints = 1 },
 	{ "taints off: dropped whole, not counted",
 	  "{'labels':{'a':'1'},'taints':[{'key':'F/a','effect':'NoSchedule'}]}", "{'labels':{'F/a':'1'}}" },
+	/* upstream nfd-master-internal_test.go TestFilterLabels, DisableAutoPrefix on */
+	{ "upstream DisableAutoPrefix: unprefixed label & annotation allowed",
+	  "{'labels':{'test-label':'test-value'},'annotations':{'test-annotation':'bar'}}",
+	  "{'labels':{'test-label':'test-value'},'annotations':{'test-annotation':'bar'}}",
+	  .unprefixed = NL_KEEP_UNPREFIXED },
+	{ "upstream DisableAutoPrefix: unprefixed extended resources allowed",
+	  "{'ers':{'micromicrowaves':'10','tooster':'5'}}", "{'ers':{'micromicrowaves':'10','tooster':'5'}}",
+	  .unprefixed = NL_KEEP_UNPREFIXED },
+	/* the same, prefixing off and the gate off (upstream's filter on its own; v0.15-v0.17's autoDefaultNs: false) */
+	{ "upstream: unprefixed label denied",
+	  "{'labels':{'test-label':'test-value'}}", "{}", 1, .unprefixed = NL_DROP_UNPREFIXED,
+	  .log = "unprefixed keys are not allowed" },
+	{ "upstream: unprefixed extended resources & annotations not allowed",
+	  "{'ers':{'micromicrowaves':'10','tooster':'5'},'annotations':{'test-annotation':'bar'}}", "{}", 0, 1, 2,
+	  .unprefixed = NL_DROP_UNPREFIXED, .log = "unprefixed keys are not allowed" },
+	/* ours around it */
+	{ "DisableAutoPrefix: \"a\" and \"<default>/a\" are two names",
+	  "{'labels':{'a':'1','F/a':'2'},'annotations':{'n':'x','F/n':'y'},'ers':{'w':'1','F/w':'2'}}",
+	  "{'labels':{'a':'1','F/a':'2'},'annotations':{'n':'x','F/n':'y'},'ers':{'w':'1','F/w':'2'}}",
+	  .unprefixed = NL_KEEP_UNPREFIXED },
+	{ "DisableAutoPrefix: values still checked, the whitelist on the whole name, dynamic values",
+	  "{'labels':{'a':'has space','cpu-x':'1','gpu-y':'1','vendor':'@cpu.model.vendor_id'},"
+	  "'annotations':{'big':'" "x" "'},'ers':{'q':'lots','f':'0.5','n':'-1'}}",
+	  "{'labels':{'cpu-x':'1'},'annotations':{'big':'x'},'ers':{'f':'0.5'}}", 3, 0, 2, .whitelist = "^cpu",
+	  .unprefixed = NL_KEEP_UNPREFIXED },
+	{ "DisableAutoPrefix: not for taint keys",
+	  "{'taints':[{'key':'t','effect':'NoSchedule'},{'key':'F/t','effect':'NoSchedule'}]}",
+	  "{'taints':[{'key':'F/t','effect':'NoSchedule'}]}", 0, 0, 0, 1, .taints = 1, .unprefixed = NL_KEEP_UNPREFIXED,
+	  .log = "unprefixed keys are not allowed" },
+	{ "DisableAutoPrefix: a denied-namespace wildcard \"*\" takes unprefixed labels too (as upstream)",
+	  "{'labels':{'a':'1','example.com/b':'1'}}", "{'labels':{'example.com/b':'1'}}", 1, .deny = "*",
+	  .extra = "example.com", .unprefixed = NL_KEEP_UNPREFIXED },
 };
 
 static const char **split(const char *s, size_t *n, char *buf, size_t size)
@@ -362,6 +395,7 @@ static void test_filter(struct features *feat)
 			p.label_whitelist = &re;
 		}
 		p.enable_taints = c->taints;
+		p.unprefixed = c->unprefixed;
 		set_from(&s, c->in);
 		t_logged(lg.fd);
 		rc = nl_filter(&p, &s, c->nofeat ? NULL : feat, &lg, &rej);
@@ -467,6 +501,7 @@ static const struct dcase {
 	const char *extra, *deny; /* one --extra-label-ns, one --deny-label-ns */
 	const char *tamper;  /* N/feature-labels written after signing: a node's edit */
 	int sign_taints;     /* signed as with taints enabled */
+	int unprefixed;      /* the policy's (NL_AUTO_PREFIX: 0) */
 } dcases[] = {
 	{ "first labelling of a bare node: whole maps added",
 	  BARE, "{'labels':{'F/cpu-avx':'true','example.com/x':'1'},'annotations':{'F/note':'hi'},'ers':{'F/gpu':'2'}}",
@@ -755,6 +790,74 @@ static const struct dcase {
 	  "{'metadata':{'name':'n1','annotations':{'blue.N/feature-labels':'y'}}}", .prune = 1 },
 	{ "prune: nothing of NFD's, nothing to do",
 	  "{'metadata':{'name':'n1','labels':{'F/a':'1'}}}", NULL, NULL, NULL, .prune = 1 },
+	/* unprefixed names (DisableAutoPrefix): listed "/name", removed only on the record */
+	{ "DisableAutoPrefix: unprefixed names written as they are, listed \"/name\"",
+	  "{'metadata':{'name':'n1','uid':'u1','labels':{},'annotations':{}},'status':{'capacity':{}}}",
+	  "{'labels':{'foo':'1','F/foo':'2'},'annotations':{'note':'x'},'ers':{'widgets':'2'}}",
+	  "[{'op':'add','path':'/status/capacity/widgets','value':'2'}]",
+	  "[{'op':'add','path':'/metadata/labels/F~1foo','value':'2'},{'op':'add','path':'/metadata/labels/foo','value':'1'},"
+	  "{'op':'add','path':'/metadata/labels/R~1nfd-record','value':'R'},"
+	  "{'op':'add','path':'/metadata/annotations/N~1extended-resources','value':'/widgets'},"
+	  "{'op':'add','path':'/metadata/annotations/N~1feature-annotations','value':'/note'},"
+	  "{'op':'add','path':'/metadata/annotations/N~1feature-labels','value':'/foo,foo'},"
+	  "{'op':'add','path':'/metadata/annotations/note','value':'x'}]",
+	  NULL, .record = 1, .unprefixed = NL_KEEP_UNPREFIXED },
+	{ "DisableAutoPrefix: on the record, unprefixed names no longer wanted go; an admin's stays",
+	  "{'metadata':{'name':'n1','uid':'u1','labels':{'foo':'1','F/foo':'2','baz':'admin'},"
+	  "'annotations':{'note':'x','N/feature-labels':'/foo,foo','N/feature-annotations':'/note','N/extended-resources':'/widgets'}},"
+	  "'status':{'capacity':{'widgets':'2'},'allocatable':{'widgets':'2'}}}",
+	  "{}",
+	  "[{'op':'remove','path':'/status/capacity/widgets'},{'op':'remove','path':'/status/allocatable/widgets'}]",
+	  "[{'op':'remove','path':'/metadata/labels/F~1foo'},{'op':'remove','path':'/metadata/labels/foo'},"
+	  "{'op':'replace','path':'/metadata/labels/R~1nfd-record','value':'R'},"
+	  "{'op':'remove','path':'/metadata/annotations/N~1extended-resources'},"
+	  "{'op':'remove','path':'/metadata/annotations/N~1feature-annotations'},"
+	  "{'op':'remove','path':'/metadata/annotations/N~1feature-labels'},{'op':'remove','path':'/metadata/annotations/note'}]",
+	  "{'metadata':{'name':'n1','uid':'u1','labels':{'baz':'admin','R/nfd-record':'R'},'annotations':{}},"
+	  "'status':{'capacity':{},'allocatable':{}}}",
+	  .record = SIGNED, .unprefixed = NL_KEEP_UNPREFIXED },
+	{ "DisableAutoPrefix off again: what the record says was written unprefixed goes, the prefixed one comes",
+	  "{'metadata':{'name':'n1','uid':'u1','labels':{'foo':'1'},'annotations':{'N/feature-labels':'/foo'}}}",
+	  "{'labels':{'F/foo':'1'}}", NULL,
+	  "[{'op':'remove','path':'/metadata/labels/foo'},{'op':'add','path':'/metadata/labels/F~1foo','value':'1'},"
+	  "{'op':'replace','path':'/metadata/labels/R~1nfd-record','value':'R'},"
+	  "{'op':'replace','path':'/metadata/annotations/N~1feature-labels','value':'foo'}]",
+	  NULL, .record = SIGNED },
+	{ "DisableAutoPrefix, no record (upstream's bookkeeping, or a node's): a bare name is the default namespace's",
+	  "{'metadata':{'name':'n1','labels':{'baz':'admin','F/baz':'1'},'annotations':{'N/feature-labels':'baz'}}}",
+	  "{}", NULL,
+	  "[{'op':'remove','path':'/metadata/labels/F~1baz'},{'op':'add','path':'/metadata/labels/R~1nfd-record','value':'R'},"
+	  "{'op':'remove','path':'/metadata/annotations/N~1feature-labels'}]",
+	  "{'metadata':{'name':'n1','labels':{'baz':'admin','R/nfd-record':'R'},'annotations':{}}}",
+	  .record = 1, .unprefixed = NL_KEEP_UNPREFIXED },
+	{ "DisableAutoPrefix: \"/baz\" without the record removes nothing and is not carried on",
+	  "{'metadata':{'name':'n1','labels':{'baz':'admin'},'annotations':{'N/feature-labels':'/baz'}}}",
+	  "{'labels':{'foo':'1'}}", NULL,
+	  "[{'op':'add','path':'/metadata/labels/foo','value':'1'},{'op':'add','path':'/metadata/labels/R~1nfd-record','value':'R'},"
+	  "{'op':'replace','path':'/metadata/annotations/N~1feature-labels','value':'/foo'}]",
+	  "{'metadata':{'name':'n1','labels':{'baz':'admin','foo':'1','R/nfd-record':'R'},'annotations':{'N/feature-labels':'/foo'}}}",
+	  .record = 1, .unprefixed = NL_KEEP_UNPREFIXED },
+	{ "DisableAutoPrefix: a node adds \"/baz\" to the list the record vouched for: baz stays",
+	  "{'metadata':{'name':'n1','uid':'u1','labels':{'baz':'admin','foo':'1'},'annotations':{'N/feature-labels':'/foo'}}}",
+	  "{}", NULL,
+	  "[{'op':'replace','path':'/metadata/labels/R~1nfd-record','value':'R'},"
+	  "{'op':'remove','path':'/metadata/annotations/N~1feature-labels'}]",
+	  "{'metadata':{'name':'n1','uid':'u1','labels':{'baz':'admin','foo':'1','R/nfd-record':'R'},'annotations':{}}}",
+	  .record = SIGNED, .tamper = "/baz,/foo", .unprefixed = NL_KEEP_UNPREFIXED },
+	{ "DisableAutoPrefix, skip_removal: a tracked unprefixed label still there stays listed",
+	  "{'metadata':{'name':'n1','uid':'u1','labels':{'foo':'1'},'annotations':{'N/feature-labels':'/foo'}}}",
+	  "{'labels':{'bar':'1'}}", NULL,
+	  "[{'op':'add','path':'/metadata/labels/bar','value':'1'},"
+	  "{'op':'replace','path':'/metadata/labels/R~1nfd-record','value':'R'},"
+	  "{'op':'replace','path':'/metadata/annotations/N~1feature-labels','value':'/bar,/foo'}]",
+	  NULL, .record = SIGNED, .skip_removal = 1, .unprefixed = NL_KEEP_UNPREFIXED },
+	{ "prune on the record: unprefixed names go too",
+	  "{'metadata':{'name':'n1','uid':'u1','labels':{'foo':'1','baz':'admin'},'annotations':{'N/feature-labels':'/foo'}}}",
+	  NULL, NULL,
+	  "[{'op':'remove','path':'/metadata/labels/foo'},{'op':'remove','path':'/metadata/labels/R~1nfd-record'},"
+	  "{'op':'remove','path':'/metadata/annotations/N~1feature-labels'}]",
+	  "{'metadata':{'name':'n1','uid':'u1','labels':{'baz':'admin'},'annotations':{}}}",
+	  .prune = 1, .record = SIGNED },
 };
 
 static void dcase_policy(const struct dcase *c, struct nl_policy *p)
@@ -769,6 +872,7 @@ static void dcase_policy(const struct dcase *c, struct nl_policy *p)
 	p->n_extra = c->extra != NULL;
 	p->deny_ns = &c->deny;
 	p->n_deny = c->deny != NULL;
+	p->unprefixed = c->unprefixed;
 }
 
 /* Gives node the record label nfd-master would have written for its
