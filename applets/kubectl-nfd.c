@@ -138,8 +138,6 @@ struct kn {
 	struct kn_opts o;
 	struct fb_log log;
 	struct nl_policy pol;  /* nfd-master's, taints on: to judge each entry */
-	struct fb_log plog;    /* its rejections, into a pipe we read back */
-	int pfd[2];
 	struct json *docs;     /* the rule file's documents: owned array */
 	char **errs;           /* the errors, printed at the end */
 	size_t nerr, errsize;
@@ -360,37 +358,17 @@ static int features_of(struct features *f, const struct json *objs)
 
 /* ---- nfd-master's policy, one entry at a time -------------------------------- */
 
-/* Drains the pipe; the last rejection line's reason into why. */
-static void read_reason(struct kn *s, const char *key, const char *shown, char *why, size_t size)
-{
-	char buf[4096], esc[1200], raw[1200], *line, *r;
-	ssize_t n, got = 0;
+/* nl_filter's reason for the refusal, whole. */
+struct reason {
+	char *why;
+	size_t size;
+};
 
-	while ((n = read(s->pfd[0], buf + got, sizeof(buf) - 1 - (size_t)got)) > 0 && (size_t)(got += n) < sizeof(buf) - 1)
-		;
-	buf[got] = '\0';
-	while (got > 0 && buf[got - 1] == '\n')
-		buf[--got] = '\0';
-	line = strrchr(buf, '\n') ? strrchr(buf, '\n') + 1 : buf;
-	snprintf(why, size, "refused by nfd-master's policy");
-	if (!(r = strstr(line, "ignoring ")))
-		return;
-	r += strlen("ignoring ");
-	for (int k = 0; k < K_COUNT; k++)
-		if (strncmp(r, kind_name[k], strlen(kind_name[k])) == 0 && r[strlen(kind_name[k])] == ' ') {
-			r += strlen(kind_name[k]) + 1;
-			break;
-		}
-	for (int pfx = 0; pfx < 2; pfx++) {
-		snprintf(raw, sizeof(raw), "%s%s=%s: ", pfx ? NL_DEFAULT_NS "/" : "", key, shown);
-		log_escape(raw, strlen(raw), esc, sizeof(esc));
-		if (strncmp(r, esc, strlen(esc)) == 0 && !strstr(esc, "...")) {
-			snprintf(why, size, "%s", r + strlen(esc));
-			return;
-		}
-	}
-	if ((r = strstr(r, ": ")) && r[2])
-		snprintf(why, size, "%s", strstr(r, "...") ? "refused by nfd-master's policy" : r + 2);
+static void keep_reason(void *ctx, const char *why)
+{
+	struct reason *r = ctx;
+
+	snprintf(r->why, r->size, "%s", why);
 }
 
 /* Judges one output as nfd-master would write it: 1 with *kept (owned: the
@@ -403,7 +381,8 @@ static int judge(struct kn *s, int kind, const char *key, const struct json *val
 	struct json **slot = kind == K_LABEL ? &set.labels : kind == K_ANNOTATION ? &set.annotations
 			     : kind == K_ER ? &set.extended_resources : &set.taints;
 	struct json *one = kind == K_TAINT ? json_new_array() : json_new_object();
-	char shown[600];
+	struct reason rs = { why, size };
+	struct nl_rejects rej = { .why = keep_reason, .ctx = &rs };
 	int rc;
 
 	*kept = NULL;
@@ -412,7 +391,8 @@ static int judge(struct kn *s, int kind, const char *key, const struct json *val
 		return -FB_ENOMEM;
 	}
 	*slot = one;
-	if ((rc = nl_filter(&s->pol, &set, f, &s->plog, NULL)) < 0) {
+	snprintf(why, size, "refused by nfd-master's policy");
+	if ((rc = nl_filter(&s->pol, &set, f, NULL, &rej)) < 0) {
 		nl_set_free(&set);
 		return rc;
 	}
@@ -423,11 +403,6 @@ static int judge(struct kn *s, int kind, const char *key, const struct json *val
 		return 1;
 	}
 	nl_set_free(&set);
-	if (kind == K_TAINT)
-		snprintf(shown, sizeof(shown), "%s:%s", json_get_str(val, "value", ""), json_get_str(val, "effect", ""));
-	else
-		snprintf(shown, sizeof(shown), "%s", json_str(val) ? json_str(val) : "");
-	read_reason(s, key ? key : json_get_str(val, "key", "(no key)"), shown, why, size);
 	return 0;
 }
 
@@ -1113,7 +1088,6 @@ static int setup(struct kn *s)
 	int dap = 0;
 
 	log_init(&s->log);
-	log_init(&s->plog);
 	nl_policy_init(&s->pol);
 	s->pol.extra_ns = s->o.extra.v;
 	s->pol.n_extra = (size_t)s->o.extra.n;
@@ -1123,12 +1097,6 @@ static int setup(struct kn *s)
 	if (app_feature_gates("kubectl-nfd", &s->o.gates, &dap, NULL) < 0)
 		return -1;
 	s->pol.unprefixed = dap ? NL_KEEP_UNPREFIXED : NL_AUTO_PREFIX;
-	if (pipe(s->pfd) < 0 || fcntl(s->pfd[0], F_SETFL, O_NONBLOCK) < 0) {
-		fprintf(stderr, "kubectl-nfd: pipe: %s\n", strerror(errno));
-		return -1;
-	}
-	s->plog.fd = s->pfd[1];
-	s->plog.skip_headers = 1;
 	return 0;
 }
 
@@ -1171,7 +1139,6 @@ int kubectl_nfd_main(int argc, char **argv)
 		return 1;
 	}
 	memset(&s, 0, sizeof(s));
-	s.pfd[0] = s.pfd[1] = -1;
 	if ((rc = parse(cmd, &s.o, argc - 1, argv + 1)) >= 0)
 		return rc;
 	memset(&ev, 0, sizeof(ev));
@@ -1194,9 +1161,5 @@ out:
 	json_free(s.docs);
 	features_free(&ev.f);
 	rules_out_free(&ev.total);
-	if (s.pfd[0] >= 0)
-		close(s.pfd[0]);
-	if (s.pfd[1] >= 0)
-		close(s.pfd[1]);
 	return ret;
 }

@@ -72,9 +72,13 @@ struct nl_set {
 };
 void nl_set_free(struct nl_set *s);
 
-/* Rejections by kind (the master's *_rejected_total metrics). */
+/* Rejections by kind (the master's *_rejected_total metrics), and, when
+ * why is set, each refusal's reason in full (the log shortens long values
+ * and stops after 20 of a kind): kubectl-nfd --explain. */
 struct nl_rejects {
 	unsigned long labels, annotations, extended_resources, taints;
+	void (*why)(void *ctx, const char *reason);
+	void *ctx;
 };
 
 /* Makes s acceptable, in place: unprefixed label, annotation and extended

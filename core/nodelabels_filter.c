@@ -299,7 +299,8 @@ static const char *check(const struct nl_policy *p, enum nl_kind k, const char *
 
 /* Filters one map of s in place. */
 static int filter_map(const struct nl_policy *p, struct json **mapp, enum nl_kind k,
-		      const struct features *feat, const struct fb_log *lg, unsigned long *rej)
+		      const struct features *feat, const struct fb_log *lg, struct nl_rejects *rj,
+		      unsigned long *rej)
 {
 	struct json *in = *mapp, *out = NULL;
 	size_t n = json_count(in), nkv = 0, nfull = 0, nrej = 0;
@@ -338,6 +339,8 @@ static int filter_map(const struct nl_policy *p, struct json **mapp, enum nl_kin
 		if (bad) {
 			if (nrej++ < NL_REJECTS_LOGGED)
 				reject(lg, k, key, json_str(c), bad);
+			if (rj->why)
+				rj->why(rj->ctx, bad);
 			(*rej)++;
 		} else {
 			kv[nkv].key = key;
@@ -381,7 +384,7 @@ struct json *nl_taint_new_(const char *key, const char *value, const char *effec
 }
 
 static int filter_taints(const struct nl_policy *p, struct json **tp, const struct fb_log *lg,
-			 unsigned long *rej)
+			 struct nl_rejects *rj)
 {
 	struct json *in = *tp, *ok, *out;
 	char why[NL_REASON_MAX];
@@ -417,7 +420,9 @@ static int filter_taints(const struct nl_policy *p, struct json **tp, const stru
 
 			snprintf(kv, sizeof(kv), "%s:%s", value, effect);
 			reject(lg, NL_TAINT, key, kv, bad);
-			(*rej)++;
+			if (rj->why)
+				rj->why(rj->ctx, bad);
+			rj->taints++;
 		} else if (json_append_take(ok, nl_taint_new_(key, value, effect)) < 0) {
 			json_free(ok);
 			return -FB_ENOMEM;
@@ -453,10 +458,10 @@ int nl_filter(const struct nl_policy *p, struct nl_set *s, const struct features
 
 	if (!rej)
 		rej = &dummy;
-	if ((rc = filter_map(p, &s->labels, NL_LABEL, feat, lg, &rej->labels)) < 0 ||
-	    (rc = filter_map(p, &s->annotations, NL_ANNOTATION, feat, lg, &rej->annotations)) < 0 ||
-	    (rc = filter_map(p, &s->extended_resources, NL_ER, feat, lg, &rej->extended_resources)) < 0 ||
-	    (rc = filter_taints(p, &s->taints, lg, &rej->taints)) < 0)
+	if ((rc = filter_map(p, &s->labels, NL_LABEL, feat, lg, rej, &rej->labels)) < 0 ||
+	    (rc = filter_map(p, &s->annotations, NL_ANNOTATION, feat, lg, rej, &rej->annotations)) < 0 ||
+	    (rc = filter_map(p, &s->extended_resources, NL_ER, feat, lg, rej, &rej->extended_resources)) < 0 ||
+	    (rc = filter_taints(p, &s->taints, lg, rej)) < 0)
 		return rc;
 	return 0;
 }
