@@ -165,7 +165,7 @@ static void on_group_error(void *ctx, const char *what, const char *rule, const 
 {
 	struct group_err_ctx *c = ctx;
 
-	metrics_inc(c->s->c.mx, c->s->c.m_rule_errors, 1);
+	/* logged only: upstream counts no metric for groups */
 	if (c->g->errors_logged++ < 5)
 		LOG_E(c->s->c.log, "%s: rule \"%s\" on node %s: %s (the rule is skipped)", what, rule, c->node, msg);
 }
@@ -285,11 +285,9 @@ int nfstore_nfg_apply(struct nfstore *s, const struct json *obj, int deleted)
 	g->hash = h;
 	g->errors_logged = 0;
 	for (size_t j = 0; j < rules_count(rs); j++)
-		if (rules_error(rs, j)) {
+		if (rules_error(rs, j))
 			LOG_E(s->c.log, "%s: rule \"%s\": %s (the rule is skipped)", what, rules_name(rs, j),
 			      rules_error(rs, j));
-			metrics_inc(s->c.mx, s->c.m_rule_errors, 1);
-		}
 	LOG_I(s->c.log, "%s: %zu rules", what, rules_count(rs));
 	if (refs_update_(s) && listed_(s, NFSTORE_NF)) {
 		LOG_I(s->c.log, "the groups match on features not kept so far: listing NodeFeatures again");

@@ -109,6 +109,8 @@ put_group $NSP broken '[{"name":"bad","matchFeatures":[{"feature":"kernel.versio
  {"name":"good","matchFeatures":[{"feature":"kernel.version","matchExpressions":{"major":{"op":"Exists"}}}]}]'
 check "a group with a broken rule: the others decide" wait_for 60 is_members broken node1,node2
 check "... and the broken rule is logged by name" grep -q 'NodeFeatureGroup broken: rule "bad"' "$W/m.log"
+testing "... and not counted as a NodeFeatureRule error (upstream counts none for groups)" \
+	"curl -s http://127.0.0.1:$(port_of m)/metrics | awk '/^nfd_master_nodefeaturerule_processing_errors_total /{print \$2}'" "0\n"
 
 # someone else edits status.nodes: the master puts it back
 set_status e2e-test-1 '[{"name":"intruder"}]'
