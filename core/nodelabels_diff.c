@@ -70,9 +70,14 @@ static int op_str(struct json *ops, const char *op, const char *base, const char
 
 /* The members of desired that NFD may write, owned: with allow_overwrite
  * off, a key on the node (in have) that NFD does not track is left to its
- * owner. Returns 0 or -FB_ENOMEM. */
+ * owner. Labels (labels set): an unprefixed one (DisableAutoPrefix) always
+ * is. Unprefixed is where admins put their own labels, and any worker may
+ * name any node in a NodeFeature: taking such a label over would let it be
+ * removed later (upstream overwrites it, and never removes an unprefixed
+ * name). Annotations and extended resources come from NodeFeatureRules, an
+ * admin's. Returns 0 or -FB_ENOMEM. */
 static int writable(const struct json *desired, const struct nidx *have, const struct strset *tracked,
-		    int allow_overwrite, struct json **out)
+		    int allow_overwrite, int labels, struct json **out)
 {
 	size_t n = json_count(desired), nkv = 0;
 	struct kv *kv = n ? calloc(n, sizeof(*kv)) : NULL;
@@ -83,7 +88,8 @@ static int writable(const struct json *desired, const struct nidx *have, const s
 	for (const struct json *c = json_child(desired); c; c = json_next(c)) {
 		if (!json_str(c) || !json_key(c))
 			continue;
-		if (!allow_overwrite && nl_member_(have, json_key(c)) && !strset_has(tracked, json_key(c)))
+		if ((!allow_overwrite || (labels && !strchr(json_key(c), '/'))) && nl_member_(have, json_key(c)) &&
+		    !strset_has(tracked, json_key(c)))
 			continue;
 		kv[nkv].key = json_key(c);
 		kv[nkv++].value = json_str(c);
@@ -370,9 +376,9 @@ static int diff(const struct nl_policy *p, const struct json *node, const struct
 	strset_sort(&rm_anns);
 
 	/* what it will own */
-	if (writable(s ? s->labels : NULL, &labels_ix, &old_labels, p->allow_overwrite, &want_labels) < 0 ||
-	    writable(s ? s->annotations : NULL, &anns_ix, &old_fanns, p->allow_overwrite, &want_fanns) < 0 ||
-	    writable(s ? s->extended_resources : NULL, &cap_ix, &old_ers, p->allow_overwrite, &want_ers) < 0 ||
+	if (writable(s ? s->labels : NULL, &labels_ix, &old_labels, p->allow_overwrite, 1, &want_labels) < 0 ||
+	    writable(s ? s->annotations : NULL, &anns_ix, &old_fanns, p->allow_overwrite, 0, &want_fanns) < 0 ||
+	    writable(s ? s->extended_resources : NULL, &cap_ix, &old_ers, p->allow_overwrite, 0, &want_ers) < 0 ||
 	    new_tracked(&new_labels, want_labels, &old_labels, &labels_ix, skip_removal) < 0 ||
 	    new_tracked(&new_fanns, want_fanns, &old_fanns, &anns_ix, skip_removal) < 0 ||
 	    new_tracked(&new_ers, want_ers, &old_ers, &cap_ix, skip_removal) < 0 ||

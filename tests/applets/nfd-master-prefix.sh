@@ -86,14 +86,34 @@ testing "forged: node1 may write its feature-labels annotation" \
 	"as_node node1 PATCH /api/v1/nodes/node1 application/merge-patch+json '{\"metadata\":{\"annotations\":{\"$FL\":\"/bar,/baz,baz,pfx\"}}}'" "200\n"
 put_rule rules '[{"name":"all","labels":{"bar":"true","new":"1"}}]'
 check "forged: the next update lands" wait_for 20 has node1 "label new=1"
-testing "forged: baz stays; the forged entries are not carried into the bookkeeping" "nfd_state node1" \
-"annotation $FL=/bar,/new,pfx
+# (the record no longer vouches for the annotation: no entry of it is
+# trusted, so NFD's own bar is not taken back either: it stays as it is,
+# never removed, as upstream never removes an unprefixed name)
+testing "forged: baz stays; the forged entries are not carried into the bookkeeping; bar is left alone" "nfd_state node1" \
+"annotation $FL=/new,pfx
 label bar=true
 label baz=admin
 label feature.node.kubernetes.io/pfx=2
 label kubernetes.io/hostname=node1
 label new=1"
 check "forged: the record vouches again" has_record node1
+
+# --- a NodeFeature (any worker may write one for any node) asks for the
+# admin's baz: an unprefixed label NFD did not write is never taken over, so
+# it can never be removed later either (upstream overwrites it)
+put_nf $NSP evil node1 '{"features":{},"labels":{"baz":"taken","evil":"1"}}'
+check "NodeFeature: its other label lands" wait_for 20 has node1 "label evil=1"
+testing "NodeFeature: the admin's baz keeps its value and is not bookkept" "nfd_state node1" \
+"annotation $FL=/evil,/new,pfx
+label bar=true
+label baz=admin
+label evil=1
+label feature.node.kubernetes.io/pfx=2
+label kubernetes.io/hostname=node1
+label new=1"
+k8s_ctl delete $NFAPI/namespaces/$NSP/nodefeatures/evil >/dev/null
+check "NodeFeature gone: its label goes, baz stays" wait_for 20 hasnt node1 "label evil="
+check "... baz=admin" has node1 "label baz=admin"
 stop_master dap
 testing "DisableAutoPrefix: SIGTERM: exit 0" "echo $?" "0\n"
 
@@ -101,9 +121,11 @@ testing "DisableAutoPrefix: SIGTERM: exit 0" "echo $?" "0\n"
 # record says this master wrote them), the prefixed ones come
 start_master auto
 check "gate off: bar becomes feature.node.kubernetes.io/bar" wait_for 20 has node1 "label feature.node.kubernetes.io/bar=true"
-check "gate off: ... the unprefixed bar and new go" wait_for 20 hasnt node1 "label bar="
+check "gate off: ... the unprefixed new goes" wait_for 20 hasnt node1 "label new="
+# (bar, left alone since the forged annotation, stays: nobody vouches for it)
 testing "gate off: as before the gate, the admin's baz untouched" "nfd_state node1" \
 "annotation $FL=bar,new,pfx
+label bar=true
 label baz=admin
 label feature.node.kubernetes.io/bar=true
 label feature.node.kubernetes.io/new=1
@@ -125,6 +147,7 @@ check "autoDefaultNs: false: says so" grep -q 'unprefixed names are refused (aut
 check "autoDefaultNs: false: the prefixed rule label lands" wait_for 20 has node1 "label example.com/kept=yes"
 testing "autoDefaultNs: false: nothing unprefixed written, nothing prefixed for it" "nfd_state node1" \
 "annotation $FL=example.com/kept,pfx
+label bar=true
 label baz=admin
 label example.com/kept=yes
 label feature.node.kubernetes.io/pfx=2
