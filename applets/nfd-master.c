@@ -52,9 +52,9 @@
  * - NodeFeatureGroups (NodeFeatureGroupAPI=true): only our namespace's groups
  *   are watched (upstream watches all and updates only ours); status.nodes
  *   is a merge patch of the status subresource (upstream PUTs it); a node
- *   is listed by its Node's name, not by its own system.name/nodename
- *   feature as upstream does (a node could claim another's name). Nodes are
- *   evaluated as their objects change, not every group on every event.
+ *   is listed by its Node's name, not by its system.name/nodename feature
+ *   as upstream does (the same name from a worker). Nodes are evaluated as
+ *   their objects change, not every group on every event.
  *   core/nfstore_group.c.
  * - Lists are paged by 50 unless --informer-page-size says otherwise
  *   (upstream: 200): a page of 10-20 KiB NodeFeatures is about 100 KiB each
@@ -507,18 +507,26 @@ static void group_write(struct master *m, struct nfstore_nfg *g, uint64_t want)
 	struct kube_result res;
 	struct fb_errinfo ei;
 	char path[600], msg[1300];
-	int rc;
+	int rc = nodes && patch && st ? 0 : -FB_ENOMEM;
 
-	if (!nodes || !patch || !st || json_set_take(st, "nodes", nodes) < 0 ||
-	    (nodes = NULL, json_set_take(patch, "status", st) < 0)) {
+	/* a _take frees its argument even when it fails */
+	if (rc == 0) {
+		rc = json_set_take(st, "nodes", nodes);
+		nodes = NULL;
+	}
+	if (rc == 0) {
+		rc = json_set_take(patch, "status", st);
+		st = NULL;
+	}
+	if (rc < 0) {
 		json_free(nodes);
 		json_free(st);
 		json_free(patch);
 		LOG_E(&m->log, "NodeFeatureGroup %s: out of memory; trying again later", g->name);
+		g->fails++; /* comes back at retry_at */
 		g->retry_at = loop_now_ms() + RETRY_MAX_MS;
 		return;
 	}
-	st = NULL;
 	if (m->no_publish) {
 		char *t = json_print(json_get(patch, "status"), NULL);
 
@@ -560,23 +568,27 @@ static void group_write(struct master *m, struct nfstore_nfg *g, uint64_t want)
  * *next: when to come back (>= 0), as flush's. -1 to stop (SIGTERM). */
 static int groups_flush(struct master *m, long long start, long long *next)
 {
-	int rc = nfstore_groups_update(&m->st, slice_left, &start);
+	size_t failed = 0;
+	int rc = nfstore_groups_update(&m->st, slice_left, &start, &failed);
 
-	if (rc < 0) {
-		LOG_E(&m->log, "NodeFeatureGroups: out of memory; trying again later");
-		*next = RETRY_MAX_MS;
-		return 0;
-	}
 	if (rc > 0) { /* every node first: no status from half of them */
 		*next = 0;
 		return 0;
+	}
+	/* a node that could not be evaluated keeps its memberships; it is
+	 * tried again at the next flush, at the latest in RETRY_MAX_MS */
+	if (failed) {
+		LOG_E(&m->log, "NodeFeatureGroups: %zu nodes not evaluated (out of memory); trying again later",
+		      failed);
+		if (*next < 0 || *next > RETRY_MAX_MS)
+			*next = RETRY_MAX_MS;
 	}
 	for (size_t i = 0; i < m->st.n_nfgs; i++) {
 		struct nfstore_nfg *g = m->st.nfgs[i];
 		long long now = loop_now_ms();
 		uint64_t want;
 
-		if (!g->check && !g->fails)
+		if ((!g->check && !g->fails) || !g->rules)
 			continue;
 		if (g->retry_at > now) {
 			if (*next < 0 || g->retry_at - now < *next)

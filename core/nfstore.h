@@ -89,7 +89,7 @@ struct nfstore_nfg {                   /* one NodeFeatureGroup of our namespace 
 	uint64_t hash;         /* spec */
 	struct rules *rules;   /* spec.featureGroupRules (RULES_NFG) */
 	struct nfstore_map members;    /* node name -> its owned copy (the key) */
-	uint64_t have;         /* status.nodes as the object shows it (nfstore_names_hash) */
+	uint64_t have;         /* status.nodes as the object shows it (hashed as nfstore_group_want) */
 	int seen, errors_logged, fails;
 	int check;             /* members or have changed since the applet last compared */
 	long long retry_at;    /* the applet's: a failed status write waits */
@@ -159,13 +159,16 @@ void nfstore_ns_end(struct nfstore *s);
  * The rules of every group are evaluated against the merged features of
  * every Node that exists and has NodeFeatures (each group on a fresh copy,
  * its vars feeding "rule.matched" for its later rules); a node any rule of
- * a group matches is a member. nfstore_mark flags a node for evaluation. */
+ * a group matches is a member. nfstore_mark flags a node for evaluation; a
+ * group whose spec changes flags every node. */
 int nfstore_nfg_apply(struct nfstore *s, const struct json *obj, int deleted);
 void nfstore_nfg_begin(struct nfstore *s);
 void nfstore_nfg_end(struct nfstore *s);
-/* Evaluates flagged nodes until more(ctx) says stop (NULL: all). Returns 0
- * when every node is evaluated, 1 when some are left, -FB_ENOMEM. */
-int nfstore_groups_update(struct nfstore *s, int (*more)(void *ctx), void *ctx);
+/* Evaluates flagged nodes until more(ctx) says stop (NULL: all). A node that
+ * cannot be evaluated (out of memory) keeps its memberships and its flag, and
+ * is counted in *failed (may be NULL). Returns 0 when every flagged node had
+ * its turn, 1 when more(ctx) stopped it first. */
+int nfstore_groups_update(struct nfstore *s, int (*more)(void *ctx), void *ctx, size_t *failed);
 /* Group g's members, sorted (the order the API lists Nodes in), as
  * status.nodes: [{"name": ...}, ...]. Owned; NULL on ENOMEM. */
 struct json *nfstore_group_nodes(const struct nfstore_nfg *g);

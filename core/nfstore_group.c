@@ -10,7 +10,8 @@
  * merged features, and the vars of its matched rules feed "rule.matched"
  * for its later rules. A node is listed by its Node's name; upstream takes
  * the name from the features' system.name/nodename, which its worker sets
- * to the same, but which a node could set to another node's name. */
+ * to the same (a naming difference only: any worker may write a NodeFeature
+ * for any node, here as upstream). */
 #include "nfstore_int.h"
 
 #include "buf.h"
@@ -103,8 +104,11 @@ struct json *nfstore_group_nodes(const struct nfstore_nfg *g)
 	for (size_t i = 0; a && i < n; i++) {
 		struct json *o = json_new_object();
 
-		if (!o || json_set_str(o, "name", v[i]) < 0 || json_append_take(a, o) < 0) {
+		if (!o || json_set_str(o, "name", v[i]) < 0) {
 			json_free(o);
+			json_free(a);
+			a = NULL;
+		} else if (json_append_take(a, o) < 0) { /* o freed */
 			json_free(a);
 			a = NULL;
 		}
@@ -189,6 +193,8 @@ static int eval_node(struct nfstore *s, struct nfstore_node *n)
 		struct rules_out out;
 		int in = 0;
 
+		if (!g->rules)
+			continue; /* its first compile ran out of memory: the next event tries again */
 		if (has) {
 			memset(&out, 0, sizeof(out));
 			if (!(f.root = json_dup(base.root)) || rules_out_init(&out) < 0) {
@@ -211,19 +217,27 @@ static int eval_node(struct nfstore *s, struct nfstore_node *n)
 	return rc;
 }
 
-int nfstore_groups_update(struct nfstore *s, int (*more)(void *ctx), void *ctx)
+int nfstore_groups_update(struct nfstore *s, int (*more)(void *ctx), void *ctx, size_t *failed)
 {
+	size_t nf = 0;
+
 	for (size_t i = 0; i < s->nodes.cap; i++) {
 		struct nfstore_node *n = s->nodes.s[i].val;
 
 		if (!s->nodes.s[i].key || !n->gdirty)
 			continue;
-		if (more && !more(ctx))
+		if (more && !more(ctx)) {
+			if (failed)
+				*failed = nf;
 			return 1;
+		}
 		if (eval_node(s, n) < 0)
-			return -FB_ENOMEM;
-		n->gdirty = 0;
+			nf++; /* flagged still: the next update tries again */
+		else
+			n->gdirty = 0;
 	}
+	if (failed)
+		*failed = nf;
 	return 0;
 }
 

@@ -122,7 +122,7 @@ check "a group whose rules change is evaluated again" wait_for 60 is_members e2e
 put_group $NSP e2e-test-1 '[{"name":"e2e-attribute-test-1","matchFeatures":[{"feature":"kernel.version","matchExpressions":{"major":{"op":"Exists"}}}]}]'
 check "... and back" wait_for 60 is_members e2e-test-1 node1,node2
 
-# a compromised node claims another's name in system.name: the Node's own name counts
+# a NodeFeature naming another node in system.name: the Node's own name is listed
 node_nf 'o["spec"]["features"]["attributes"]["system.name"] = {"elements": {"nodename": "node9"}}' >/dev/null
 put_group $NSP named '[{"name":"n","matchFeatures":[{"feature":"system.name","matchExpressions":{"nodename":{"op":"In","value":["node9"]}}}]}]'
 check "a node is listed by its Node's name, not the name its features claim" wait_for 60 is_members named node1

@@ -443,8 +443,8 @@ static void test_groups(void)
 	apply(&s, NFA, NF(OWN, "n3", "n3", "{\"features\":" KVER "}"));
 	apply(&s, NFA, NF(OWN, "n2", "n2", "{\"features\":{\"attributes\":{\"kernel.version\":{\"elements\":{\"major\":\"5\"}}}}}"));
 	nfstore_nf_end(&s);
-	T_INT("groups: a slice that ends at once leaves nodes to do", nfstore_groups_update(&s, stop_now, &budget), 1);
-	T_INT("groups: then every node", nfstore_groups_update(&s, NULL, NULL), 0);
+	T_INT("groups: a slice that ends at once leaves nodes to do", nfstore_groups_update(&s, stop_now, &budget, NULL), 1);
+	T_INT("groups: then every node", nfstore_groups_update(&s, NULL, NULL, NULL), 0);
 	t = members(&s, 0);
 	T_STR("groups: the matching nodes, sorted", t, "[{\"name\":\"n1\"},{\"name\":\"n3\"}]");
 	free(t);
@@ -460,7 +460,7 @@ static void test_groups(void)
 	T_STR("groups: a deleted Node leaves at once", t, "[{\"name\":\"n1\"}]");
 	free(t);
 	apply(&s, NFD, NF(OWN, "n1", "n1", "{}"));
-	nfstore_groups_update(&s, NULL, NULL);
+	nfstore_groups_update(&s, NULL, NULL, NULL);
 	t = members(&s, 0);
 	T_STR("groups: a node without NodeFeatures is no member", t, "[]");
 	free(t);
