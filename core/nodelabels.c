@@ -53,7 +53,10 @@
  *   reads it as a name no node carries) and remove it, when no longer
  *   wanted, only where the record vouches for the list; an unvouched "/foo"
  *   is no hint at all (dropped: the node could have written it to name an
- *   admin's label), and a bare "foo" stays the default namespace's. Values,
+ *   admin's label), and a bare "foo" stays the default namespace's. An
+ *   unprefixed label on the node that we do not track is never taken over,
+ *   allowOverwrite or not (any worker may name any node in a NodeFeature;
+ *   once ours it could be removed; upstream overwrites it). Values,
  *   lengths and quantities of unprefixed names are checked as any others'
  *   (upstream's validation stops at the missing prefix: a bad label value
  *   then fails the whole patch at the API server). A bare extended
