@@ -159,21 +159,6 @@ static void flag_all(struct nfstore *s)
 		s->c.dirty(s->c.ctx);
 }
 
-struct group_err_ctx {
-	struct nfstore *s;
-	struct nfstore_nfg *g;
-	const char *node;
-};
-
-static void on_group_error(void *ctx, const char *what, const char *rule, const char *msg)
-{
-	struct group_err_ctx *c = ctx;
-
-	/* logged only: upstream counts no metric for groups */
-	if (c->g->errors_logged++ < 5)
-		LOG_E(c->s->c.log, "%s: rule \"%s\" on node %s: %s (the rule is skipped)", what, rule, c->node, msg);
-}
-
 /* Node n against every group. */
 static int eval_node(struct nfstore *s, struct nfstore_node *n)
 {
@@ -189,7 +174,8 @@ static int eval_node(struct nfstore *s, struct nfstore_node *n)
 	}
 	for (size_t i = 0; i < s->n_nfgs && rc == 0; i++) {
 		struct nfstore_nfg *g = s->nfgs[i];
-		struct group_err_ctx ec = { s, g, n->name };
+		/* logged only: upstream counts no metric for groups */
+		struct rule_err_ctx ec = { s, &g->errors_logged, n->name, 0 };
 		struct rules_out out;
 		int in = 0;
 
@@ -202,7 +188,7 @@ static int eval_node(struct nfstore *s, struct nfstore_node *n)
 			} else {
 				/* a member when any rule matched (a failing one is logged
 				 * and skipped, as upstream) */
-				rc = rules_run(g->rules, &f, &out, on_group_error, &ec);
+				rc = rules_run(g->rules, &f, &out, rule_error_, &ec);
 				in = out.matched > 0;
 			}
 			rules_out_free(&out);

@@ -47,7 +47,16 @@ void dyn_del_(struct nfstore_node *n, char *const *v, size_t k);
 /* nfstore_nf.c */
 void nf_free_(struct nfstore_nf *o);
 
-/* nfstore_merge.c: node n's selected objects merged into f (made by the
+/* nfstore_merge.c: a rules_error_fn logging a few errors per rule object
+ * (*logged counts them) and, with count, adding each to conf.m_rule_errors. */
+struct rule_err_ctx {
+	struct nfstore *s;
+	int *logged;
+	const char *node;
+	int count;
+};
+void rule_error_(void *ctx, const char *what, const char *rule, const char *msg);
+/* node n's selected objects merged into f (made by the
  * caller). 1 when it has any, 0 when none, -FB_ENOMEM. */
 int node_features_(struct nfstore *s, struct nfstore_node *n, struct features *f);
 

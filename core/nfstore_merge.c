@@ -158,19 +158,14 @@ static int merge_one(struct features *f, struct nfstore_map fidx[3], struct lmap
 	return 0;
 }
 
-struct rule_err_ctx {
-	struct nfstore *s;
-	struct nfstore_nfr *r;
-	const char *node;
-};
-
-static void on_rule_error(void *ctx, const char *what, const char *rule, const char *msg)
+void rule_error_(void *ctx, const char *what, const char *rule, const char *msg)
 {
 	struct rule_err_ctx *c = ctx;
 
-	metrics_inc(c->s->c.mx, c->s->c.m_rule_errors, 1);
-	/* once per rule object version, not once per node */
-	if (c->r->errors_logged++ < 5)
+	if (c->count)
+		metrics_inc(c->s->c.mx, c->s->c.m_rule_errors, 1);
+	/* a few per rule object version, not once per node */
+	if ((*c->logged)++ < 5)
 		LOG_E(c->s->c.log, "%s: rule \"%s\" on node %s: %s (the rule is skipped)", what, rule, c->node, msg);
 }
 
@@ -280,11 +275,11 @@ int nfstore_desired(struct nfstore *s, struct nfstore_node *n, struct nl_set *se
 	if (merge_node(s, n, &f, &labels, kept, &nv) < 0)
 		goto out;
 	for (size_t i = 0; i < s->n_nfrs; i++) {
-		struct rule_err_ctx ec = { s, s->nfrs[i], n->name };
+		struct rule_err_ctx ec = { s, &s->nfrs[i]->errors_logged, n->name, 1 };
 		struct timespec a, b;
 
 		clock_gettime(CLOCK_MONOTONIC, &a);
-		if (rules_run(s->nfrs[i]->rules, &f, &out, on_rule_error, &ec) < 0)
+		if (rules_run(s->nfrs[i]->rules, &f, &out, rule_error_, &ec) < 0)
 			goto out;
 		clock_gettime(CLOCK_MONOTONIC, &b);
 		metrics_observe(s->c.mx, s->c.m_rule_time,

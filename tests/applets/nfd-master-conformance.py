@@ -39,7 +39,7 @@ NFAPI = "/apis/nfd.k8s-sigs.io/v1alpha1"
 NSP = "node-feature-discovery"
 RECORD = "node-restriction.kubernetes.io/nfd-record"
 KINDS = ("label", "annotation", "capacity", "allocatable", "taint")
-WAIT_S = 30  # a bound on a hang, not a speed test
+WAIT_S = 60  # a bound on a hang, not a speed test
 
 
 class Case:

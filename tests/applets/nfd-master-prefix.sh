@@ -44,9 +44,9 @@ put_rule rules '[{"name":"all","labels":{"bar":"true","test-label":"test-value"}
 
 # --- the gate on: everything as it is, taint keys still need a prefix
 start_master dap --feature-gates DisableAutoPrefix=true --enable-taints
-check "DisableAutoPrefix: starts (it refused to before), lists everything" wait_for 20 grep -q 'everything listed' "$W/dap.log"
+check "DisableAutoPrefix: starts (it refused to before), lists everything" wait_for 60 grep -q 'everything listed' "$W/dap.log"
 check "DisableAutoPrefix: says so" grep -q 'unprefixed names are written as they are' "$W/dap.log"
-check "DisableAutoPrefix: node1 labelled" wait_for 20 has node1 "label foo=1"
+check "DisableAutoPrefix: node1 labelled" wait_for 60 has node1 "label foo=1"
 testing "DisableAutoPrefix: the NodeFeature's foo and the rule's names land unprefixed, bookkept as /NAME" \
 	"nfd_state node1" \
 "annotation nfd.node.kubernetes.io/extended-resources=/micromicrowaves,/tooster
@@ -63,15 +63,15 @@ testing "DisableAutoPrefix: the unprefixed extended resources (upstream's microm
 	"cap node1" "micromicrowaves=10\ntooster=5\n"
 check "DisableAutoPrefix: the record vouches for it" has_record node1
 check "DisableAutoPrefix: an unprefixed taint key is still refused" grep -q 'ignoring taint untainted.*unprefixed keys are not allowed' "$W/dap.log"
-check "upstream's node2: its feature.node.kubernetes.io/old (listed \"old\") goes" wait_for 20 hasnt node2 "label feature.node.kubernetes.io/old"
+check "upstream's node2: its feature.node.kubernetes.io/old (listed \"old\") goes" wait_for 60 hasnt node2 "label feature.node.kubernetes.io/old"
 testing "upstream's node2: \"up\" reads as feature.node.kubernetes.io/up (as upstream reads it): the bare label stays" \
 	"labels_of node2" "bar=true\nkubernetes.io/hostname=node2\ntest-label=test-value\nup=1\n"
 
 # --- removal: what is no longer wanted goes (the record vouches), baz stays
 put_nf $NSP node1 node1 '{"features":{},"labels":{"feature.node.kubernetes.io/pfx":"2"}}'
 put_rule rules '[{"name":"all","labels":{"bar":"true"}}]'
-check "removal: the NodeFeature's foo goes" wait_for 20 hasnt node1 "label foo="
-check "removal: the rule's annotation and extended resources go" wait_for 20 hasnt_cap node1 tooster
+check "removal: the NodeFeature's foo goes" wait_for 60 hasnt node1 "label foo="
+check "removal: the rule's annotation and extended resources go" wait_for 60 hasnt_cap node1 tooster
 testing "removal: left: bar, the admin's baz, pfx" "nfd_state node1" \
 "annotation $FL=/bar,pfx
 label bar=true
@@ -85,7 +85,7 @@ testing "removal: no extended resource left" "cap node1" ""
 testing "forged: node1 may write its feature-labels annotation" \
 	"as_node node1 PATCH /api/v1/nodes/node1 application/merge-patch+json '{\"metadata\":{\"annotations\":{\"$FL\":\"/bar,/baz,baz,pfx\"}}}'" "200\n"
 put_rule rules '[{"name":"all","labels":{"bar":"true","new":"1"}}]'
-check "forged: the next update lands" wait_for 20 has node1 "label new=1"
+check "forged: the next update lands" wait_for 60 has node1 "label new=1"
 # (the record no longer vouches for the annotation: no entry of it is
 # trusted, so NFD's own bar is not taken back either: it stays as it is,
 # never removed, as upstream never removes an unprefixed name)
@@ -102,7 +102,7 @@ check "forged: the record vouches again" has_record node1
 # admin's baz: an unprefixed label NFD did not write is never taken over, so
 # it can never be removed later either (upstream overwrites it)
 put_nf $NSP evil node1 '{"features":{},"labels":{"baz":"taken","evil":"1"}}'
-check "NodeFeature: its other label lands" wait_for 20 has node1 "label evil=1"
+check "NodeFeature: its other label lands" wait_for 60 has node1 "label evil=1"
 testing "NodeFeature: the admin's baz keeps its value and is not bookkept" "nfd_state node1" \
 "annotation $FL=/evil,/new,pfx
 label bar=true
@@ -112,7 +112,7 @@ label feature.node.kubernetes.io/pfx=2
 label kubernetes.io/hostname=node1
 label new=1"
 k8s_ctl delete $NFAPI/namespaces/$NSP/nodefeatures/evil >/dev/null
-check "NodeFeature gone: its label goes, baz stays" wait_for 20 hasnt node1 "label evil="
+check "NodeFeature gone: its label goes, baz stays" wait_for 60 hasnt node1 "label evil="
 check "... baz=admin" has node1 "label baz=admin"
 stop_master dap
 testing "DisableAutoPrefix: SIGTERM: exit 0" "echo $?" "0\n"
@@ -120,8 +120,8 @@ testing "DisableAutoPrefix: SIGTERM: exit 0" "echo $?" "0\n"
 # --- the gate off again (default): the names written unprefixed go (the
 # record says this master wrote them), the prefixed ones come
 start_master auto
-check "gate off: bar becomes feature.node.kubernetes.io/bar" wait_for 20 has node1 "label feature.node.kubernetes.io/bar=true"
-check "gate off: ... the unprefixed new goes" wait_for 20 hasnt node1 "label new="
+check "gate off: bar becomes feature.node.kubernetes.io/bar" wait_for 60 has node1 "label feature.node.kubernetes.io/bar=true"
+check "gate off: ... the unprefixed new goes" wait_for 60 hasnt node1 "label new="
 # (bar, left alone since the forged annotation, stays: nobody vouches for it)
 testing "gate off: as before the gate, the admin's baz untouched" "nfd_state node1" \
 "annotation $FL=bar,new,pfx
@@ -142,9 +142,9 @@ put_rule rules '[{"name":"all","labels":{"test-label":"test-value","example.com/
   "annotations":{"test-annotation":"bar"},"extendedResources":{"micromicrowaves":"10","tooster":"5"}}]'
 printf 'autoDefaultNs: false\n' >"$W/autons.conf"
 start_master autons --config "$W/autons.conf"
-check "autoDefaultNs: false: starts (it refused to before)" wait_for 20 grep -q 'everything listed' "$W/autons.log"
+check "autoDefaultNs: false: starts (it refused to before)" wait_for 60 grep -q 'everything listed' "$W/autons.log"
 check "autoDefaultNs: false: says so" grep -q 'unprefixed names are refused (autoDefaultNs: false)' "$W/autons.log"
-check "autoDefaultNs: false: the prefixed rule label lands" wait_for 20 has node1 "label example.com/kept=yes"
+check "autoDefaultNs: false: the prefixed rule label lands" wait_for 60 has node1 "label example.com/kept=yes"
 testing "autoDefaultNs: false: nothing unprefixed written, nothing prefixed for it" "nfd_state node1" \
 "annotation $FL=example.com/kept,pfx
 label bar=true
@@ -160,7 +160,7 @@ stop_master autons >/dev/null
 
 # the gate wins over autoDefaultNs: false (v0.18 dropped the key)
 start_master both --config "$W/autons.conf" --feature-gates DisableAutoPrefix=true
-check "gate and autoDefaultNs: false: the gate wins" wait_for 20 has node1 "label test-label=test-value"
-check "... foo too" wait_for 20 has node1 "label foo=1"
+check "gate and autoDefaultNs: false: the gate wins" wait_for 60 has node1 "label test-label=test-value"
+check "... foo too" wait_for 60 has node1 "label foo=1"
 stop_master both >/dev/null
 done_testing
