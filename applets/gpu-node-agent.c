@@ -103,14 +103,18 @@ struct agent {
 
 /* ---- publishing --------------------------------------------------------- */
 
-/* Our keys among a Node's labels: gpu.deckhouse.io/vendor and /<x>.count. */
+/* Our keys among a Node's labels: gpu.deckhouse.io/vendor, /vendor.<x> and
+ * /<x>.count. */
 static int our_node_key(const char *k)
 {
-	size_t n = strlen(k);
+	size_t n;
 
 	if (strncmp(k, PGPU_GROUP "/", sizeof(PGPU_GROUP)) != 0)
 		return 0;
-	return strcmp(k, PGPU_GROUP "/vendor") == 0 || (n > 6 && strcmp(k + n - 6, ".count") == 0);
+	k += sizeof(PGPU_GROUP);
+	n = strlen(k);
+	return strcmp(k, "vendor") == 0 || (strncmp(k, "vendor.", 7) == 0 && k[7]) ||
+	       (n > 6 && strcmp(k + n - 6, ".count") == 0);
 }
 
 static void remember_node(struct agent *a, const struct json *node)

@@ -18,6 +18,12 @@
 #define PGPU_PATH "/apis/" PGPU_API "/physicalgpus"
 #define PGPU_NAME_MAX 253
 
+/* PCI vendor IDs the agent knows more about than the name. */
+#define PGPU_VID_NVIDIA 0x10de
+#define PGPU_VID_AMD 0x1002
+#define PGPU_VID_INTEL 0x8086
+#define PGPU_VID_METAX 0x9999
+
 /* Lower-cases s into out, every run of characters outside [a-z0-9] as one
  * '-', '-' trimmed at both ends, at most max characters (trimmed again after
  * the cut). out holds max + 1 bytes. */
@@ -37,7 +43,7 @@ const char *pgpu_driver_type(const char *driver);
 #define PGPU_VMAP_MAX 32        /* vendors */
 #define PGPU_VMAP_IDS 16        /* ids per vendor */
 #define PGPU_VMAP_CLASSES 16
-#define PGPU_VENDOR_NAME_MAX 57 /* "<vendor>.count" must be a label name */
+#define PGPU_VENDOR_NAME_MAX 56 /* "vendor.<vendor>" must be a label name */
 
 /* Which devices are ours and under which vendor name. Plain data, no
  * pointers: two maps compare with memcmp after a memset-clean build. */
@@ -92,7 +98,23 @@ struct json *pgpu_discover(const struct pgpu_scan *s);
  * have when the condition's status did not change, else now. */
 void pgpu_condition_times(struct json *want, const struct json *have);
 /* The Node labels for a pgpu_discover result: vendor (most devices, ties by
- * name) and, with several vendors, <vendor>.count. Owned; NULL: no memory. */
+ * name; the module's label, one value), vendor.<vendor>=true for every
+ * vendor present (so each vendor's adapter can select its nodes on a mixed
+ * node) and, with several vendors, <vendor>.count. Owned; NULL: no memory. */
 struct json *pgpu_node_labels(const struct json *want);
+
+
+/* ---- capabilities (pgpu_caps.c) ---- */
+
+/* The architecture and (NVIDIA only) compute capability of a device from
+ * its pci.ids name, else (NVIDIA) its device-ID range. *arch and *cc are
+ * static strings, "" when unknown. Returns 1 (from the name), 2 (from the
+ * ID range: approximate) or 0 (unknown). */
+int pgpu_arch(unsigned vendor, unsigned device, const char *name, const char **arch, const char **cc);
+/* capabilities.computeAPI of a PCI vendor: CUDA, ROCm, oneAPI, MACA; NULL. */
+const char *pgpu_compute_api(unsigned vendor);
+/* The driver version in /proc/driver/nvidia/version's NVRM line
+ * ("535.104.05") into out. Returns 0, or -1 when there is none. */
+int pgpu_nvidia_version(const char *text, char *out, size_t size);
 
 #endif

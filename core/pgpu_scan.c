@@ -1,5 +1,6 @@
 /* pgpu_scan: each device's PhysicalGPU labels and status, and the node's (pgpu.h). */
 #include "pgpu.h"
+#include "pgpu_int.h"
 
 #include "attr.h"
 #include "err.h"
@@ -44,7 +45,7 @@ static void now_rfc3339(char *out, size_t size)
 
 /* Reads a small host file (through hostfs, symlinks re-rooted) into a new
  * buffer. Returns its length or a negative fb_err. */
-static ssize_t host_file(const struct hostfs *h, const char *rel, size_t cap, char **out)
+ssize_t pgpu_host_file_(const struct hostfs *h, const char *rel, size_t cap, char **out)
 {
 	char path[PATH_MAX];
 
@@ -56,7 +57,7 @@ static ssize_t host_file(const struct hostfs *h, const char *rel, size_t cap, ch
 
 /* A host attribute (through hostfs) into buf with core/attr's bounded
  * reader: its length or a negative fb_err. */
-static ssize_t host_attr(const struct hostfs *h, const char *rel, char *buf, size_t size)
+ssize_t pgpu_host_attr_(const struct hostfs *h, const char *rel, char *buf, size_t size)
 {
 	char path[PATH_MAX];
 
@@ -83,7 +84,7 @@ static int bare_metal(const struct hostfs *h)
 	char *text = NULL, dmi[2][256] = { "", "" };
 	static const char *const files[] = { "sys/devices/virtual/dmi/id/sys_vendor",
 					     "sys/devices/virtual/dmi/id/product_name" };
-	ssize_t n = host_file(h, "proc/cpuinfo", 16 << 20, &text);
+	ssize_t n = pgpu_host_file_(h, "proc/cpuinfo", 16 << 20, &text);
 	int virt = 0;
 
 	for (ssize_t i = 0; n > 0 && i + 10 <= n && !virt; i++)
@@ -94,7 +95,7 @@ static int bare_metal(const struct hostfs *h)
 	if (virt)
 		return 0;
 	for (size_t f = 0; f < 2; f++) {
-		ssize_t m = host_attr(h, files[f], dmi[f], sizeof(dmi[f]));
+		ssize_t m = pgpu_host_attr_(h, files[f], dmi[f], sizeof(dmi[f]));
 
 		if (m < 0)
 			m = 0;
@@ -145,7 +146,7 @@ struct json *pgpu_node_info(const struct hostfs *h, const char *node, const stru
 	if (!ni || !os)
 		goto nomem;
 	json_set_str(ni, "nodeName", node);
-	if (host_file(h, "etc/os-release", 64 << 10, &text) >= 0) {
+	if (pgpu_host_file_(h, "etc/os-release", 64 << 10, &text) >= 0) {
 		static const char *const keys[][2] = { { "ID", "id" }, { "VERSION_ID", "version" },
 						      { "PRETTY_NAME", "name" } };
 
@@ -163,7 +164,7 @@ struct json *pgpu_node_info(const struct hostfs *h, const char *node, const stru
 		goto nomem;
 	}
 	os = NULL;
-	if (host_attr(h, "proc/sys/kernel/osrelease", v, sizeof(v)) > 0) {
+	if (pgpu_host_attr_(h, "proc/sys/kernel/osrelease", v, sizeof(v)) > 0) {
 		v[strcspn(v, "\n")] = '\0';
 		json_set_str(ni, "kernelRelease", v);
 	}
@@ -204,16 +205,13 @@ static struct json *id_name(const char *idkey, const char *id, const char *name)
  * directory into pi, and the bound driver (the link, not uevent: it is what
  * a rebind changes) into driver ("" when unbound). Odd values are warned
  * about and left out. */
-static void device_extras(const struct pgpu_scan *sc, const struct pci_dev *d, struct json *pi, char *driver,
-			  size_t dsize)
+static void device_extras(const struct pgpu_scan *sc, const struct pci_dev *d, int fd, struct json *pi,
+			  char *driver, size_t dsize)
 {
-	char rel[64], buf[64], esc[96];
+	char buf[64], esc[96];
 	ssize_t n;
-	int fd;
 
 	driver[0] = '\0';
-	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s", d->addr);
-	fd = hostfs_open(sc->h, rel, O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
 		return;
 	if ((n = sysfs_read(fd, "revision", buf, sizeof(buf))) >= 0) {
@@ -266,7 +264,6 @@ static void device_extras(const struct pgpu_scan *sc, const struct pci_dev *d, s
 	}
 	if (sysfs_link_base(fd, "driver", driver, dsize) < 0)
 		driver[0] = '\0';
-	close(fd);
 }
 
 /* One device's status (conditions without lastTransitionTime). Owned. */
@@ -279,7 +276,8 @@ static struct json *device_status(const struct pgpu_scan *s, const struct pci_de
 		 sd = (unsigned)strtoul(d->subsystem_device, NULL, 16);
 	unsigned cls = (unsigned)strtoul(d->cls, NULL, 16) >> 8;
 	const char *cname = ids_class(s->ids, cls, 4), *sname;
-	char code[5], driver[64], msg[128];
+	char code[5], driver[64], msg[128], rel[64];
+	int fd;
 
 	if (!st || !pi || !cs || !conds)
 		goto nomem;
@@ -298,10 +296,15 @@ static struct json *device_status(const struct pgpu_scan *s, const struct pci_de
 			json_set_str(sub, "name", sname);
 		json_set_take(pi, "subsystem", sub);
 	}
-	device_extras(s, d, pi, driver, sizeof(driver));
+	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s", d->addr);
+	fd = hostfs_open(s->h, rel, O_RDONLY | O_DIRECTORY);
+	device_extras(s, d, fd, pi, driver, sizeof(driver));
 	if (*driver)
 		json_set_str(cs, "driver", driver);
 	json_set_str(cs, "driverType", pgpu_driver_type(driver));
+	pgpu_caps_(s, d, fd, ids_device(s->ids, ven, dev), driver, st, cs);
+	if (fd >= 0)
+		close(fd);
 	json_append_take(conds, condition("Present", 1, "Discovered", "found in the PCI scan"));
 	snprintf(msg, sizeof(msg), "bound to %s", driver);
 	json_append_take(conds, *driver ? condition("DriverBound", 1, "Bound", msg)
@@ -398,7 +401,8 @@ void pgpu_condition_times(struct json *want, const struct json *have)
 }
 
 /* The Node labels for the devices found: vendor (most devices, ties by
- * name) and, with several vendors, <vendor>.count. Owned. */
+ * name), vendor.<vendor>=true for every vendor present and, with several
+ * vendors, <vendor>.count. Owned. */
 struct json *pgpu_node_labels(const struct json *want)
 {
 	struct json *counts = json_new_object(), *out = json_new_object();
@@ -428,6 +432,12 @@ struct json *pgpu_node_labels(const struct json *want)
 	}
 	if (best)
 		json_set_str(out, PGPU_GROUP "/vendor", best);
+	for (const struct json *c = json_child(counts); c; c = json_next(c)) {
+		char key[128];
+
+		snprintf(key, sizeof(key), PGPU_GROUP "/vendor.%s", json_key(c));
+		json_set_str(out, key, "true");
+	}
 	if (json_count(counts) > 1)
 		for (const struct json *c = json_child(counts); c; c = json_next(c)) {
 			char key[128], v[24];
