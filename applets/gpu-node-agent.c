@@ -31,7 +31,9 @@
 #include "applets.h"
 
 #include "../core/app.h"
+#include "../core/buf.h"
 #include "../core/err.h"
+#include "../core/featfile.h"
 #include "../core/hostfs.h"
 #include "../core/http.h"
 #include "../core/informer.h"
@@ -99,6 +101,11 @@ struct agent {
 	struct kube_backoff bo;
 	int nl_fd;
 	int ready;
+	const char *feat_path;    /* --features-file, NULL: none */
+	long long feat_expiry_ms; /* --features-expiry */
+	long long started;        /* unix seconds: gfd.timestamp */
+	char *feat_last;          /* the labels last written, owned */
+	long long feat_at;        /* loop_now_ms() of that write */
 };
 
 /* ---- publishing --------------------------------------------------------- */
@@ -402,7 +409,7 @@ static int cm_apply(struct agent *a, const struct json *cm)
 	if (cm) {
 		pgpu_vmap_from_data(&vm, json_get(cm, "data"), what, &a->log);
 	} else {
-		LOG_W(&a->log, "%s not found: using the built-in vendors amd=1002, intel=8086, nvidia=10de", what);
+		LOG_W(&a->log, "%s not found: using the built-in vendors amd=1002, intel=8086, metax=9999, nvidia=10de", what);
 		pgpu_vmap_default(&vm);
 	}
 	if (a->vm_ready && memcmp(&vm, &a->vm, sizeof(vm)) == 0)
@@ -520,6 +527,65 @@ static struct json *discover(struct agent *a)
 	return out;
 }
 
+/* ---- the vendors' labels as an NFD features file ------------------------- */
+
+/* Writes the labels of the devices in want to --features-file when they
+ * changed or half the expiry has passed since the last write. Returns 0,
+ * or -1 (logged). */
+static int write_features(struct agent *a, const struct json *want)
+{
+	struct pgpu_scan sc = { .h = &a->h, .ids = a->ids, .vm = &a->vm, .node = a->node,
+				.node_info = a->node_info, .log = &a->log };
+	struct json *labels;
+	struct buf b, f;
+	struct fb_errinfo ei;
+	char ts[40], msg[600];
+	long long now = loop_now_ms();
+	size_t n;
+	time_t exp;
+	struct tm tm;
+	int rc = -1;
+
+	if (!a->feat_path)
+		return 0;
+	if (!(labels = pgpu_feature_labels(&sc, want, a->started)))
+		return -1;
+	n = json_count(labels);
+	buf_init(&b, FEATFILE_MAX_SIZE);
+	buf_init(&f, FEATFILE_MAX_SIZE);
+	for (const struct json *l = json_child(labels); l; l = json_next(l))
+		buf_printf(&b, "%s=%s\n", json_key(l), json_str(l));
+	json_free(labels);
+	buf_putc(&b, '\0');
+	if (b.err)
+		goto out;
+	if (a->feat_last && strcmp(a->feat_last, b.p) == 0 && now - a->feat_at < a->feat_expiry_ms / 2) {
+		rc = 0;
+		goto out;
+	}
+	exp = time(NULL) + (time_t)(a->feat_expiry_ms / 1000);
+	gmtime_r(&exp, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	buf_printf(&f, "# gpu-node-agent: these labels expire unless it rewrites them\n# +expiry-time=%s\n%s", ts, b.p);
+	fb_errinfo_init(&ei);
+	if (f.err)
+		goto out;
+	if (featfile_write(a->feat_path, f.p, f.len, &ei) < 0) {
+		LOG_E(&a->log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
+		goto out;
+	}
+	if (!a->feat_last || strcmp(a->feat_last, b.p) != 0)
+		LOG_I(&a->log, "wrote %zu label(s) to %s (expiring %s unless rewritten)", n, a->feat_path, ts);
+	free(a->feat_last);
+	a->feat_last = strdup(b.p);
+	a->feat_at = now;
+	rc = 0;
+out:
+	buf_free(&b);
+	buf_free(&f);
+	return rc;
+}
+
 /* ---- the loop ----------------------------------------------------------- */
 
 static void on_pass(void *ctx);
@@ -534,7 +600,7 @@ static void on_pass(void *ctx)
 {
 	struct agent *a = ctx;
 	struct json *want;
-	int cm_failed = 0;
+	int cm_failed = 0, feat_failed;
 
 	a->retry_timer = 0;
 	a->in_pass = 1;
@@ -544,7 +610,7 @@ static void on_pass(void *ctx)
 		cm_failed = 1;
 		if (!a->vm_ready) {
 			LOG_W(&a->log, "vendors ConfigMap unreadable: using the built-in vendors amd=1002, "
-			      "intel=8086, nvidia=10de until it can be read");
+			      "intel=8086, metax=9999, nvidia=10de until it can be read");
 			pgpu_vmap_default(&a->vm);
 			a->vm_ready = 1;
 		}
@@ -552,12 +618,13 @@ static void on_pass(void *ctx)
 	a->in_pass = 0;
 	if (!(want = discover(a)))
 		goto retry;
+	feat_failed = write_features(a, want) < 0; /* the file does not wait for the API */
 	if (sync_all(a, want) < 0) {
 		json_free(want);
 		goto retry;
 	}
 	json_free(want);
-	if (cm_failed)
+	if (cm_failed || feat_failed)
 		goto retry;
 	if (!a->ready)
 		LOG_I(&a->log, "in sync: %zu PhysicalGPU object(s)", json_count(a->server));
@@ -665,12 +732,12 @@ static int print_devices(const struct json *want)
 /* ---- options, setup, teardown -------------------------------------------- */
 
 struct agent_opts {
-	const char *kubeconfig, *host, *node_name, *cm, *vendors_file;
+	const char *kubeconfig, *host, *node_name, *cm, *vendors_file, *features;
 	const char *probe_addr; /* --health-probe-bind-address */
 	struct opt_list pci_ids;
 	int oneshot, no_publish, seen_port;
 	long verbosity, port;
-	long long resync;
+	long long resync, expiry;
 };
 
 #define AO(member) offsetof(struct agent_opts, member)
@@ -688,6 +755,11 @@ static const struct opt agent_optv[] = {
 	  .help = "vendor map ConfigMap, watched (default " DEFAULT_CM " in the agent's namespace)" },
 	{ .lo = "vendors-file", .kind = OPT_STR, .off = AO(vendors_file), .arg = "PATH",
 	  .help = "vendor map from a YAML/JSON file instead of the ConfigMap" },
+	{ .lo = "features-file", .kind = OPT_STR, .off = AO(features), .arg = "PATH",
+	  .help = "also write the vendors' node labels (nvidia.com/gpu.*, amd.com/gpu.*, gpu.intel.com/*) "
+		  "there as an NFD features file (default: none)" },
+	{ .lo = "features-expiry", .kind = OPT_DUR, .off = AO(expiry), .min = 60000, .arg = "DUR",
+	  .help = "the file's labels expire this long after its last rewrite (default 1h)" },
 	{ .lo = "resync", .kind = OPT_DUR, .off = AO(resync), .min = 100, .arg = "DUR",
 	  .help = "re-read the server's objects and rescan this often (default 5m)" },
 	{ .lo = "port", .kind = OPT_INT, .off = AO(port), .seen = OPT_SEEN(struct agent_opts, seen_port), .min = 0,
@@ -752,6 +824,15 @@ static int agent_configure(struct agent *a, struct agent_opts *o, char *addr, si
 	a->log.v = (int)o->verbosity;
 	a->resync_ms = o->resync;
 	a->vendors_file = o->vendors_file;
+	if (o->features && (!*o->features || o->features[strlen(o->features) - 1] == '/')) {
+		fprintf(stderr, "gpu-node-agent: --features-file '%s' does not name a file\n", o->features);
+		return 2;
+	}
+	a->feat_path = o->features;
+	a->feat_expiry_ms = o->expiry;
+	if (o->features && !o->oneshot && o->expiry < 2 * o->resync)
+		LOG_W(&a->log, "--features-expiry %llds is under twice --resync %llds: labels may expire between rewrites",
+		      o->expiry / 1000, o->resync / 1000);
 	hostfs_init(&a->h);
 	if (hostfs_setup(&a->h, o->host) < 0) {
 		fprintf(stderr, "gpu-node-agent: --host-prefix is too long\n");
@@ -785,13 +866,15 @@ static int agent_print(struct agent *a)
 	int ret;
 
 	if (!a->vm_ready) {
-		LOG_W(&a->log, "no --vendors-file: using the built-in vendors amd=1002, intel=8086, nvidia=10de");
+		LOG_W(&a->log, "no --vendors-file: using the built-in vendors amd=1002, intel=8086, metax=9999, nvidia=10de");
 		pgpu_vmap_default(&a->vm);
 	}
 	want = discover(a);
 	/* names are read only when a device needs one: 0 lines on a node without GPUs */
 	LOG_V(&a->log, 1, "pci.ids: %lu lines parsed", ids_lines_parsed(a->ids));
 	ret = want ? print_devices(want) : 1;
+	if (want && write_features(a, want) < 0)
+		ret = 1;
 	FREE_AT_EXIT(json_free(want));
 	return ret;
 }
@@ -848,6 +931,7 @@ static void agent_free(struct agent *a)
 	json_free(a->server);
 	json_free(a->node_labels);
 	json_free(a->node_info);
+	free(a->feat_last);
 	kube_free(a->k);
 	loop_free(a->l);
 	ids_free(a->ids);
@@ -856,7 +940,7 @@ static void agent_free(struct agent *a)
 int gpu_node_agent_main(int argc, char **argv)
 {
 	struct agent a;
-	struct agent_opts o = { .cm = DEFAULT_CM, .port = 8081, .resync = 5 * 60 * 1000 };
+	struct agent_opts o = { .cm = DEFAULT_CM, .port = 8081, .resync = 5 * 60 * 1000, .expiry = 60 * 60 * 1000 };
 	struct app_probes probes;
 	char addr[32], where[96];
 	int rc, ret = 1;
@@ -872,7 +956,8 @@ int gpu_node_agent_main(int argc, char **argv)
 		goto out;
 	}
 	metrics_add_table(&a.m, agent_metrics, sizeof(agent_metrics) / sizeof(agent_metrics[0]), &a);
-	metrics_set(&a.m, a.m_build, (double)time(NULL));
+	a.started = (long long)time(NULL);
+	metrics_set(&a.m, a.m_build, (double)a.started);
 	if (!(a.node_info = pgpu_node_info(&a.h, a.node, &a.log)))
 		goto out;
 	if (a.vendors_file) {
@@ -893,7 +978,8 @@ int gpu_node_agent_main(int argc, char **argv)
 	if (o.oneshot) {
 		struct json *want = NULL;
 
-		if ((a.vm_ready || cm_get(&a) == 0) && (want = discover(&a)) && sync_all(&a, want) == 0)
+		if ((a.vm_ready || cm_get(&a) == 0) && (want = discover(&a)) && write_features(&a, want) == 0 &&
+		    sync_all(&a, want) == 0)
 			ret = 0;
 		json_free(want);
 		goto out;

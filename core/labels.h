@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #define LABELS_NAME_MAX 63
+#define LABELS_VALUE_MAX 63
 #define LABELS_PREFIX_MAX 253
 
 /* 1 when s[0..len) is a label name: 1..63 of [A-Za-z0-9._-], alphanumeric at

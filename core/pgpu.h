@@ -57,7 +57,8 @@ struct pgpu_vmap {
 	char cls[PGPU_VMAP_CLASSES][7]; /* hex prefixes of the class code: "03", "0b40" */
 };
 
-/* The built-in map: amd=1002, intel=8086, nvidia=10de; classes 03, 12, 0b40. */
+/* The built-in map: amd=1002, intel=8086, metax=9999, nvidia=10de; classes
+ * 03, 12, 0b40. */
 void pgpu_vmap_default(struct pgpu_vmap *vm);
 /* The map from a ConfigMap's data (vendor -> comma list of 4-hex IDs, an
  * optional "classes"): bad entries are warned about (naming what) and left
@@ -116,5 +117,17 @@ const char *pgpu_compute_api(unsigned vendor);
 /* The driver version in /proc/driver/nvidia/version's NVRM line
  * ("535.104.05") into out. Returns 0, or -1 when there is none. */
 int pgpu_nvidia_version(const char *text, char *out, size_t size);
+
+/* ---- the vendors' node labels (pgpu_feat.c) ---- */
+
+/* gpu-feature-discovery's sanitising of a product or machine name: every
+ * character but [A-Za-z0-9-_.] and white space dropped, runs of white
+ * space as one '-', none at the ends. */
+void pgpu_gfd_sanitise(const char *s, char *out, size_t size);
+/* The labels NVIDIA's gpu-feature-discovery, the ROCm node labeller and
+ * Intel's GPU labeler put on a node with these devices (a pgpu_discover
+ * result), from what the scan found and the host's sysfs: name -> value,
+ * sorted. started: gfd.timestamp (0: none). Owned; NULL: no memory. */
+struct json *pgpu_feature_labels(const struct pgpu_scan *s, const struct json *want, long long started);
 
 #endif

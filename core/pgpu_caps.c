@@ -9,7 +9,7 @@
  *   computeCapability is empty for other vendors, as the module says.
  * - computeAPI: from the PCI vendor (CUDA, ROCm, oneAPI, MACA).
  * - memoryMiB: exact where the kernel says it (amdgpu mem_info_vram_total;
- *   i915/xe lmem_total_bytes of the device's DRM card); for NVIDIA the
+ *   i915/xe lmem_total_bytes of the device's DRM card, per tile); for NVIDIA the
  *   nominal size pci.ids gives in the name ("A100 PCIe 80GB"), which is
  *   not exact (pgpu_memory_exact()).
  * - The NVIDIA driver's state: /proc/driver/nvidia/version (the NVRM
@@ -191,8 +191,23 @@ static long long drm_lmem_mib(int fd)
 			if (strncmp(names[i], "card", 4) == 0 && isdigit((unsigned char)names[i][4])) {
 				char rel[64];
 
+				char **gts = NULL;
+				size_t ng = 0, tiles = 0;
+				int gfd;
+
 				snprintf(rel, sizeof(rel), "%s/lmem_total_bytes", names[i]);
 				mib = attr_mib(dfd, rel);
+				/* per tile, as Intel's labeler counts it: times cardN/gt/gt* */
+				snprintf(rel, sizeof(rel), "%s/gt", names[i]);
+				gfd = openat(dfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+				if (gfd >= 0 && hostfs_list(gfd, 64, &gts, &ng, &total) == 0)
+					for (size_t t = 0; t < ng; t++)
+						tiles += strncmp(gts[t], "gt", 2) == 0;
+				hostfs_names_free(gts, ng);
+				if (gfd >= 0)
+					close(gfd);
+				if (tiles > 1)
+					mib *= (long long)tiles;
 			}
 	hostfs_names_free(names, n);
 	close(dfd);

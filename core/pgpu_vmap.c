@@ -15,7 +15,7 @@
 void pgpu_vmap_default(struct pgpu_vmap *vm)
 {
 	static const struct { const char *name; unsigned id; } d[] = {
-		{ "amd", 0x1002 }, { "intel", 0x8086 }, { "nvidia", 0x10de },
+		{ "amd", 0x1002 }, { "intel", 0x8086 }, { "metax", 0x9999 }, { "nvidia", 0x10de },
 	};
 
 	memset(vm, 0, sizeof(*vm));

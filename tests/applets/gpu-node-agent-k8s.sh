@@ -55,12 +55,17 @@ assert all(c["lastTransitionTime"].endswith("Z") for c in conds.values())
 assert st["nodeInfo"]["nodeName"] == "node1" and st["nodeInfo"]["bareMetal"] is True
 a = items["node1-0000-17-00-0"]
 assert a["metadata"]["labels"]["gpu.deckhouse.io/device"] == "a100-pcie-80gb", a["metadata"]["labels"]
-assert a["status"]["currentState"] == {"driver": "nvidia", "driverType": "Nvidia"}
+assert a["status"]["currentState"] == {"driver": "nvidia", "driverType": "Nvidia", "driverVersion": "550.54.15",
+                                      "nvidia": {"driverVersion": "550.54.15",
+                                                 "gpuUUID": "GPU-5e1c8a3b-0c3e-4bd1-93b2-1f6e8a0c2d17"}}, a["status"]["currentState"]
+assert a["status"]["capabilities"] == {"architecture": "Ampere", "computeAPI": "CUDA", "computeCapability": "8.0",
+                                       "memoryMiB": 81920, "nvidia": {"computeCap": "8.0", "productArchitecture": "Ampere"},
+                                       "productName": "NVIDIA A100 80GB PCIe", "vendor": "Nvidia"}, a["status"]["capabilities"]
 assert a["status"]["pciInfo"]["iommuGroup"] == 20 and a["status"]["pciInfo"]["link"] == {"speed": "16.0 GT/s PCIe", "width": 16}
 assert items["node1-0000-31-00-0"]["status"]["currentState"]["driverType"] == "VFIO"
 assert "status" not in items["node2-0000-17-00-0"]
 PY
-testing "the Node: gpu.deckhouse.io/vendor=nvidia" "nodelabels" "gpu.deckhouse.io/vendor=nvidia\n"
+testing "the Node: gpu.deckhouse.io/vendor=nvidia, vendor.nvidia=true" "nodelabels" "gpu.deckhouse.io/vendor=nvidia gpu.deckhouse.io/vendor.nvidia=true\n"
 testing "no ConfigMap: the built-in map, with a warning" "grep -c 'gpu-supported-vendors not found' $W/one.log" "1\n"
 
 # 2. Nothing changed: a second run writes nothing.
@@ -94,7 +99,7 @@ $GA --resync 1s --port 0 >"$W/d.log" 2>&1 &
 apid=$!
 check "daemon: nvidia only, the gpu4 objects gone" wait_for 15 is \
 	"node1-0000-01-00-0 node1-0000-02-00-0 node2-0000-17-00-0" names
-check "daemon: Node vendor=nvidia" wait_for 5 is "gpu.deckhouse.io/vendor=nvidia" nodelabels
+check "daemon: Node vendor=nvidia" wait_for 5 is "gpu.deckhouse.io/vendor=nvidia gpu.deckhouse.io/vendor.nvidia=true" nodelabels
 port=$(sed -n 's/.*on port \([0-9]*\).*/\1/p' "$W/d.log")
 testing "/healthz and /readyz answer 200" \
 	"curl -s -o /dev/null -w '%{http_code} ' http://127.0.0.1:$port/healthz; curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/readyz" "200 200"
@@ -115,14 +120,14 @@ printf '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"gpu-supported-
 	k8s_ctl put /api/v1/namespaces/$NSP/configmaps/gpu-supported-vendors - >/dev/null
 check "ConfigMap edited: objects for every listed vendor" wait_for 10 is \
 	"node1-0000-00-02-0 node1-0000-01-00-0 node1-0000-02-00-0 node1-0000-03-00-0 node1-0000-04-00-0 node2-0000-17-00-0" names
-check "several vendors: the majority vendor and a count each" wait_for 5 is \
-	"gpu.deckhouse.io/amd.count=1 gpu.deckhouse.io/habana.count=1 gpu.deckhouse.io/intel.count=1 gpu.deckhouse.io/nvidia.count=2 gpu.deckhouse.io/vendor=nvidia" nodelabels
+check "several vendors: the module's label for the majority, a label and a count for each (so each adapter can select the node)" wait_for 5 is \
+	"gpu.deckhouse.io/amd.count=1 gpu.deckhouse.io/habana.count=1 gpu.deckhouse.io/intel.count=1 gpu.deckhouse.io/nvidia.count=2 gpu.deckhouse.io/vendor=nvidia gpu.deckhouse.io/vendor.amd=true gpu.deckhouse.io/vendor.habana=true gpu.deckhouse.io/vendor.intel=true gpu.deckhouse.io/vendor.nvidia=true" nodelabels
 testing "the PhysicalGPU vendor labels follow the map" \
 	"k8s_ctl get $P/node1-0000-04-00-0 | python3 -c 'import json,sys; l=json.load(sys.stdin)[\"metadata\"][\"labels\"]; print(l[\"gpu.deckhouse.io/vendor\"], l[\"gpu.deckhouse.io/device\"])'" \
 	"habana gaudi2-ai-training-accelerator\n"
 printf '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"gpu-supported-vendors","namespace":"%s"},"data":{"amd":"1002"}}' $NSP |
 	k8s_ctl put /api/v1/namespaces/$NSP/configmaps/gpu-supported-vendors - >/dev/null
-check "one vendor again: the counts are removed" wait_for 10 is "gpu.deckhouse.io/vendor=amd" nodelabels
+check "one vendor again: the counts and the other vendors' labels are removed" wait_for 10 is "gpu.deckhouse.io/vendor=amd gpu.deckhouse.io/vendor.amd=true" nodelabels
 testing "only the AMD object is left" "names" "node1-0000-03-00-0 node2-0000-17-00-0\n"
 testing "the Node's other labels are kept" \
 	"k8s_ctl get /api/v1/nodes/node1 | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"metadata\"][\"labels\"][\"kubernetes.io/hostname\"])'" "node1\n"
