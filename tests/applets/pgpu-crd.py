@@ -299,9 +299,9 @@ def roundtrip(fields, k8s_dir):
                                            "lastTransitionTime": "yesterday"}])):
             b = copy.deepcopy(got)
             head, leaf = path.rsplit(".", 1) if "." in path else ("", path)
-            cur = b["status"]
+            cur = b.setdefault("status", {})
             for part in filter(None, head.split(".")):
-                cur = cur[part]
+                cur = cur.setdefault(part, {})
             cur[leaf] = bad
             st, r = api.req("PUT", "%s/%s/status" % (base, name), b)
             if st != 422 or "status." + path not in json.dumps(r):
