@@ -33,6 +33,11 @@ What it enforces:
   rules (no wildcard, no nonResourceURLs, no aggregation); every binding binds
   a known role to exactly that role's ServiceAccount, which exists.
 - CRDs: only those of deploy/base/crds.
+- gpu-node-agent: runs in the Deckhouse gpu module's namespace (GPU_NS); the
+  vendor ConfigMap it reads (--vendors-configmap [NS/]NAME, default
+  gpu-supported-vendors in its own namespace) is in the rendering, in that
+  namespace, where the agent's Role grants it by name; with --fbbin the agent
+  reads that ConfigMap without a warning about it.
 
     python3 tests/deploy_check.py --top DIR --discovery K8S_DIR CRD_DIR LABEL
 
@@ -107,6 +112,9 @@ EXPECTED = {
 FIXED_NS = {("Role", "featurebox-vfio-switch-events"): "default"}
 
 LONG_RUNNING = ("Deployment", "DaemonSet", "StatefulSet")
+# The Deckhouse gpu module's namespace (its docs: "Deployed into namespace
+# d8-nvidia-gpu"), where its gpu-supported-vendors ConfigMap is.
+GPU_NS = "d8-nvidia-gpu"
 DOWNWARD = {"NODE_NAME": "spec.nodeName", "POD_NAME": "metadata.name", "POD_UID": "metadata.uid"}
 
 
@@ -441,6 +449,60 @@ class Checker:
         self.report("RBAC: exactly the expected rules per applet, no wildcards, bindings to the applet's ServiceAccount",
                     errs)
 
+    def check_gpu_vendors(self):
+        """gpu-node-agent in GPU_NS, and the vendor ConfigMap it reads where it reads it."""
+        agents = [(o, c) for o, ps in self.pods() for c, _ in self.containers(ps)
+                  if (c.get("command") or [None, None])[1:2] == ["gpu-node-agent"]]
+        if not agents:
+            return
+        errs = []
+        for o, c in agents:
+            n = "%s %s" % (self.wname(o), c.get("name"))
+            own = self.ns(o)
+            if own != GPU_NS:
+                errs.append("%s: in namespace %s, not the gpu module's %s" % (n, own, GPU_NS))
+            ref = "gpu-supported-vendors"
+            for a in [str(x) for x in c.get("args") or []]:
+                if a.startswith("--vendors-configmap="):
+                    ref = a.split("=", 1)[1]
+            cns, name = ref.split("/", 1) if "/" in ref else (own, ref)
+            cms = [x for x in self.objs if x.get("kind") == "ConfigMap"
+                   and x["metadata"]["name"] == name and self.ns(x) == cns]
+            if not cms:
+                errs.append("%s: reads ConfigMap %s/%s, which is not here" % (n, cns, name))
+            granted = False
+            for r in self.of_kind("Role"):
+                if self.ns(r) != cns:
+                    continue
+                for rule in r.get("rules") or []:
+                    if ("configmaps" in (rule.get("resources") or []) and
+                            name in (rule.get("resourceNames") or []) and
+                            {"get", "list", "watch"} <= set(rule.get("verbs") or [])):
+                        granted = True
+            if not granted:
+                errs.append("%s: no Role in %s grants get/list/watch on ConfigMap %s" % (n, cns, name))
+            if cms and self.fbbin:
+                import json
+                import subprocess
+                import tempfile
+                with tempfile.TemporaryDirectory() as d:
+                    f = os.path.join(d, "rendered-vendors.json")
+                    with open(f, "w") as fh:
+                        json.dump(cms[0], fh)
+                    os.mkdir(os.path.join(d, "host"))
+                    r = subprocess.run([self.fbbin, "gpu-node-agent", "--oneshot", "--no-publish",
+                                        "--node-name", "n", "--vendors-file", f,
+                                        "--host-prefix", os.path.join(d, "host") + "/"],
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.PIPE, timeout=20)
+                    bad = [ln for ln in r.stderr.decode(errors="replace").splitlines()
+                           if "rendered-vendors.json" in ln]
+                    if r.returncode != 0 or bad:
+                        errs.append("%s: gpu-node-agent --vendors-file on ConfigMap %s/%s: exit %d %s"
+                                    % (n, cns, name, r.returncode, " ".join(bad)[:300]))
+        self.report("gpu-node-agent in %s, reading a vendor ConfigMap that is there and granted" % GPU_NS,
+                    errs)
+
     def check_crds(self):
         crds = self.of_kind("CustomResourceDefinition")
         if not crds:
@@ -462,6 +524,7 @@ class Checker:
             self.check_jobs()
             self.check_images()
             self.check_service_accounts()
+            self.check_gpu_vendors()
             if self.fbbin:
                 self.check_args()
         if self.of_kind("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"):

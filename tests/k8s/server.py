@@ -192,8 +192,10 @@ def invalid(res, name, causes):
 
 class Res:
     def __init__(self, group, version, plural, kind, namespaced, status=False, crd=False,
-                 short=(), status_on_create=True, default_status=None, return_deleted=False):
+                 short=(), status_on_create=True, default_status=None, return_deleted=False,
+                 schema=None):
         self.group, self.version, self.plural, self.kind = group, version, plural, kind
+        self.schema = schema                # a CRD version's openAPIV3Schema (see SCHEMA)
         self.namespaced, self.has_status, self.crd = namespaced, status, crd
         self.short = list(short)
         self.status_on_create = status_on_create
@@ -589,7 +591,8 @@ def crd_resources(d):
                     out.append(Res(spec["group"], v["name"], names["plural"], names["kind"],
                                    spec["scope"] == "Namespaced", status=status, crd=True,
                                    short=names.get("shortNames") or (), status_on_create=not status,
-                                   return_deleted=True))
+                                   return_deleted=True,
+                                   schema=(v.get("schema") or {}).get("openAPIV3Schema")))
     except (OSError, YamlError, KeyError, TypeError) as e:
         sys.exit("server.py: cannot load the CRDs of %s: %s: %s" % (d, type(e).__name__, e))
     if not out:
@@ -1045,6 +1048,145 @@ def validate_meta_maps(meta, causes, base="metadata"):
                                % MAX_ANNOTATIONS))
 
 
+# ---------------------------------------------------------------------------
+# A CRD's structural schema, as the apiserver applies it to custom resources
+# (apiextensions-apiserver: pruning, then OpenAPI validation). Off unless
+# --schema or FB_K8S_SCHEMA=1: most suites write objects straight through the
+# control API or test the clients against the server's other rules, and a
+# suite that wants the CRD files held to their schemas asks for it.
+#   pruning: a field an object schema does not list is dropped (but under
+#     x-kubernetes-preserve-unknown-fields: true; additionalProperties lists
+#     every key); apiVersion, kind and metadata at the root are kept; a null
+#     is dropped unless the field is nullable.
+#   validation: type (an integral float counts as an integer), enum,
+#     required, format date-time, pattern, min/maxLength, min/maxItems,
+#     minimum/maximum, and unique keys in x-kubernetes-list-type map and set
+#     lists; 422 Invalid with one cause per field, in the apiserver's words.
+
+SCHEMA = os.environ.get("FB_K8S_SCHEMA") == "1"
+RFC3339_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?"
+                        r"([Zz]|[+-][0-9]{2}:[0-9]{2})\Z")
+_JSON_TYPES = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean",
+               "object": "object", "array": "array"}
+
+
+def _json_type(v):
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, dict):
+        return "object"
+    return "null"
+
+
+def schema_prune(sch, v, root=False):
+    """Drops from v (in place) what schema sch does not know; returns v."""
+    if not isinstance(sch, dict):
+        return v
+    if isinstance(v, dict):
+        props = sch.get("properties")
+        addl = sch.get("additionalProperties")
+        keep = sch.get("x-kubernetes-preserve-unknown-fields") is True
+        for k in list(v):
+            if root and k in ("apiVersion", "kind", "metadata"):
+                continue
+            sub = props.get(k) if isinstance(props, dict) else None
+            if sub is None and isinstance(addl, dict):
+                sub = addl
+            if sub is None and not keep and addl is not True:
+                del v[k]
+            elif sub is not None:
+                if v[k] is None and not sub.get("nullable"):
+                    del v[k]
+                else:
+                    schema_prune(sub, v[k])
+    elif isinstance(v, list) and isinstance(sch.get("items"), dict):
+        for i in reversed(range(len(v))):
+            schema_prune(sch["items"], v[i])
+    return v
+
+
+def schema_causes(sch, v, path, causes):
+    """Appends (field, message) for each way v breaks schema sch."""
+    if not isinstance(sch, dict):
+        return
+    if v is None:
+        if not sch.get("nullable") and sch.get("type"):
+            causes.append((path, "Invalid value: \"null\": %s in body must be of type %s: \"null\""
+                           % (path, sch["type"])))
+        return
+    t, got = sch.get("type"), _json_type(v)
+    if t in _JSON_TYPES and got != t and not (
+            t == "number" and got == "integer") and not (
+            t == "integer" and got == "number" and float(v).is_integer()) and not (
+            sch.get("x-kubernetes-int-or-string") and got in ("integer", "string")):
+        causes.append((path, 'Invalid value: "%s": %s in body must be of type %s: "%s"'
+                       % (got, path, t, got)))
+        return
+    if "enum" in sch and v not in sch["enum"]:
+        causes.append((path, "Unsupported value: %s: supported values: %s"
+                       % (json.dumps(v), ", ".join(json.dumps(e) for e in sch["enum"]))))
+    if isinstance(v, str):
+        if sch.get("format") == "date-time" and not RFC3339_RE.match(v):
+            causes.append((path, 'Invalid value: %s: %s in body must be of type date-time: %s'
+                           % (json.dumps(v), path, json.dumps(v))))
+        if "maxLength" in sch and len(v) > sch["maxLength"]:
+            causes.append((path, "Too long: may not be more than %d bytes" % sch["maxLength"]))
+        if "minLength" in sch and len(v) < sch["minLength"]:
+            causes.append((path, "Invalid value: %s: %s in body should be at least %d chars long"
+                           % (json.dumps(v), path, sch["minLength"])))
+        if "pattern" in sch and not re.search(sch["pattern"], v):
+            causes.append((path, "Invalid value: %s: %s in body should match '%s'"
+                           % (json.dumps(v), path, sch["pattern"])))
+    if got in ("integer", "number"):
+        if "minimum" in sch and v < sch["minimum"]:
+            causes.append((path, "Invalid value: %s: %s in body should be greater than or equal "
+                           "to %s" % (json.dumps(v), path, sch["minimum"])))
+        if "maximum" in sch and v > sch["maximum"]:
+            causes.append((path, "Invalid value: %s: %s in body should be less than or equal to %s"
+                           % (json.dumps(v), path, sch["maximum"])))
+    if isinstance(v, dict):
+        for k in sch.get("required") or ():
+            if k not in v:
+                causes.append((path + "." + k if path else k, "Required value"))
+        props = sch.get("properties") or {}
+        addl = sch.get("additionalProperties")
+        for k, x in v.items():
+            sub = props.get(k, addl if isinstance(addl, dict) else None)
+            if sub is not None and not (path == "" and k in ("apiVersion", "kind", "metadata")):
+                schema_causes(sub, x, path + "." + k if path else k, causes)
+    if isinstance(v, list):
+        if "maxItems" in sch and len(v) > sch["maxItems"]:
+            causes.append((path, "Too many: %d: must have at most %d items" % (len(v), sch["maxItems"])))
+        if "minItems" in sch and len(v) < sch["minItems"]:
+            causes.append((path, "Invalid value: %d: %s in body should have at least %d items"
+                           % (len(v), path, sch["minItems"])))
+        lt, seen = sch.get("x-kubernetes-list-type"), set()
+        for i, x in enumerate(v):
+            p = "%s[%d]" % (path, i)
+            schema_causes(sch.get("items"), x, p, causes)
+            if lt == "set" or (lt == "map" and isinstance(x, dict)):
+                key = json.dumps(x if lt == "set" else [x.get(k) for k in
+                                                        sch.get("x-kubernetes-list-map-keys") or ()],
+                                 sort_keys=True)
+                if key in seen:
+                    causes.append((p, "Duplicate value: %s" % key))
+                seen.add(key)
+
+
+def schema_apply(res, obj):
+    """Prunes obj (in place) by res's CRD schema when SCHEMA is on."""
+    if SCHEMA and res.schema:
+        schema_prune(res.schema, obj, root=True)
+
+
 def validate(res, obj, for_update=False):
     """Raises 422 Invalid with causes."""
     meta = obj.get("metadata")
@@ -1102,6 +1244,8 @@ def validate(res, obj, for_update=False):
                     causes.append(("status.%s[%s]" % (fld, k), "Invalid value: %s: quantities must "
                                    "match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*"
                                    "[-+]?[0-9]*)$'" % q(v)))
+    if SCHEMA and res.schema:
+        schema_causes(res.schema, obj, "", causes)
     if res.plural == "configmaps":
         for fld in ("data", "binaryData"):
             m = obj.get(fld)
@@ -1772,6 +1916,7 @@ class Store:
         with self.lock:
             self._check_body(res, body)
             obj = typed(res, body)
+            schema_apply(res, obj)
             md = obj.setdefault("metadata", {})
             if md.get("resourceVersion"):
                 raise ApiError(500, "resourceVersion should not be set on objects to be created")
@@ -1852,6 +1997,7 @@ class Store:
                 else:
                     new.pop("status", None)
         new = typed(res, new)
+        schema_apply(res, new)
         nmd = new["metadata"]
         for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                   "generation"):
@@ -3009,7 +3155,7 @@ CERTS = {"rsa": "server-rsa", "ecdsa": "server-ecdsa", "expired": "server-expire
 
 
 def main():
-    global STORE, AUTH, VERBOSE
+    global STORE, AUTH, VERBOSE, SCHEMA
     ap = argparse.ArgumentParser(description="featurebox test Kubernetes API server")
     ap.add_argument("--dir", required=True)
     ap.add_argument("--cert", choices=sorted(CERTS), default="rsa")
@@ -3024,9 +3170,14 @@ def main():
     ap.add_argument("--keep-state", action="store_true",
                     help="keep objects, users and rules in DIR/state.json across restarts "
                          "(an apiserver restart over the same etcd)")
+    ap.add_argument("--schema", action="store_true",
+                    help="prune and validate custom resources by their CRD's schema, as the "
+                         "apiserver does (also FB_K8S_SCHEMA=1)")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     VERBOSE = a.verbose
+    if a.schema:
+        SCHEMA = True
     try:
         if not ipaddress.ip_address(a.listen).is_loopback:
             ap.error("--listen must be a loopback address")
