@@ -50,6 +50,7 @@
 #include "../core/version.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdint.h>
@@ -57,6 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -738,6 +740,7 @@ struct agent_opts {
 	int oneshot, no_publish, seen_port;
 	long verbosity, port;
 	long long resync, expiry;
+	const char *setup_owner; /* --features-setup UID:GID */
 };
 
 #define AO(member) offsetof(struct agent_opts, member)
@@ -758,6 +761,9 @@ static const struct opt agent_optv[] = {
 	{ .lo = "features-file", .kind = OPT_STR, .off = AO(features), .arg = "PATH",
 	  .help = "also write the vendors' node labels (nvidia.com/gpu.*, amd.com/gpu.*, gpu.intel.com/*) "
 		  "there as an NFD features file (default: none)" },
+	{ .lo = "features-setup", .kind = OPT_STR, .off = AO(setup_owner), .arg = "UID:GID",
+	  .help = "as root (an initContainer): make --features-file's directory (a hidden one in features.d) "
+		  "owned by UID:GID, link features.d/NAME to the file, and exit" },
 	{ .lo = "features-expiry", .kind = OPT_DUR, .off = AO(expiry), .min = 60000, .arg = "DUR",
 	  .help = "the file's labels expire this long after its last rewrite (default 1h)" },
 	{ .lo = "resync", .kind = OPT_DUR, .off = AO(resync), .min = 100, .arg = "DUR",
@@ -859,6 +865,67 @@ static int agent_configure(struct agent *a, struct agent_opts *o, char *addr, si
 	return -1;
 }
 
+/* --features-setup: the one root step that lets an unprivileged agent keep
+ * a file in the host's root-owned features.d. For a --features-file
+ * D/.sub/NAME: D/.sub is made (0755) and given to uid:gid, and D/NAME is
+ * made a symlink to .sub/NAME (NFD follows it; a hidden directory is
+ * ignored). Returns the exit status. */
+static int features_setup(const char *file, const char *owner)
+{
+	char dir[PATH_MAX], link[PATH_MAX], target[PATH_MAX], have[PATH_MAX];
+	const char *base, *sub;
+	char *slash, *end;
+	unsigned long uid, gid;
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	uid = strtoul(owner, &end, 10);
+	if (end == owner || *end != ':' || (gid = strtoul(end + 1, &end, 10), *end) || uid > 65535 * 65536UL ||
+	    gid > 65535 * 65536UL) {
+		fprintf(stderr, "gpu-node-agent: --features-setup '%s': want UID:GID\n", owner);
+		return 2;
+	}
+	snprintf(dir, sizeof(dir), "%s", file);
+	if (!(slash = strrchr(dir, '/')) || slash == dir) {
+		fprintf(stderr, "gpu-node-agent: --features-setup: --features-file must be DIR/.SUB/NAME\n");
+		return 2;
+	}
+	*slash = '\0';
+	base = slash + 1;
+	sub = strrchr(dir, '/');
+	if (!sub || sub == dir || sub[1] != '.') {
+		fprintf(stderr, "gpu-node-agent: --features-setup: --features-file must be DIR/.SUB/NAME (a hidden SUB)\n");
+		return 2;
+	}
+	snprintf(link, sizeof(link), "%.*s/%s", (int)(sub - dir), dir, base);
+	snprintf(target, sizeof(target), "%s/%s", sub + 1, base);
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr, "gpu-node-agent: %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fchown(fd, (uid_t)uid, (gid_t)gid) < 0 || fchmod(fd, 0755) < 0) {
+		fprintf(stderr, "gpu-node-agent: %s: %s\n", dir, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	close(fd);
+	if (lstat(link, &st) == 0) {
+		n = S_ISLNK(st.st_mode) ? readlink(link, have, sizeof(have) - 1) : -1;
+		if (n < 0 || (have[n] = '\0', strcmp(have, target) != 0)) {
+			fprintf(stderr, "gpu-node-agent: %s exists and is not a link to %s: left alone\n", link, target);
+			return 1;
+		}
+	} else if (symlink(target, link) < 0) {
+		fprintf(stderr, "gpu-node-agent: %s: %s\n", link, strerror(errno));
+		return 1;
+	}
+	printf("%s -> %s (owner %lu:%lu)\n", link, target, uid, gid);
+	return 0;
+}
+
 /* --no-publish: scan once and print. Returns the exit status. */
 static int agent_print(struct agent *a)
 {
@@ -951,6 +1018,13 @@ int gpu_node_agent_main(int argc, char **argv)
 	metrics_init(&a.m);
 	if ((rc = opt_parse_only(&agent_spec, &o, argc, argv)) >= 0)
 		return rc;
+	if (o.setup_owner) {
+		if (!o.features) {
+			fprintf(stderr, "gpu-node-agent: --features-setup needs --features-file\n");
+			return 2;
+		}
+		return features_setup(o.features, o.setup_owner);
+	}
 	if ((rc = agent_configure(&a, &o, addr, sizeof(addr))) >= 0) {
 		ret = rc;
 		goto out;

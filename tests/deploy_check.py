@@ -26,7 +26,9 @@ What it enforces:
 - Jobs: only vfio-switch-*, which is the only privileged container anywhere:
   pinned to a node, backoffLimit 0, a grace period of at least 120 s,
   --update-physicalgpu, NODE_NAME from the downward API, resources.
-- hostPath mounts read-only everywhere except vfio-switch's /sys.
+- hostPath mounts read-only everywhere except vfio-switch's /sys, and
+  features.d for gpu-node-agent's --features-setup initContainer (root with
+  CAP_CHOWN only) and its own features.d/.gpu-node-agent.
 - Every container's image is the one of deploy/components/image.
 - Every Pod names a ServiceAccount that the same rendering defines.
 - RBAC: every Role/ClusterRole is in the table below and grants exactly its
@@ -182,6 +184,15 @@ class Checker:
             return (ps.get("securityContext") or {}).get(key)
         return None
 
+    FEATURES_D = "/etc/kubernetes/node-feature-discovery/features.d"
+
+    @staticmethod
+    def features_setup(c, init):
+        """gpu-node-agent's one root step: an initContainer running
+        --features-setup (root, CAP_CHOWN and nothing else)."""
+        argv = list(c.get("command") or []) + list(c.get("args") or [])
+        return init and any(a.startswith("--features-setup") for a in argv)
+
     def check_security(self):
         errs = []
         for o, ps in self.pods():
@@ -191,11 +202,16 @@ class Checker:
             for key in ("hostNetwork", "hostPID", "hostIPC"):
                 if ps.get(key):
                     errs.append("%s: %s" % (w, key))
-            for c, _ in self.containers(ps):
+            for c, init in self.containers(ps):
                 n = "%s %s" % (w, c.get("name"))
-                if self.eff(ps, c, "runAsNonRoot") is not True:
+                setup = self.features_setup(c, init)
+                if setup:  # root, CAP_CHOWN only; the rest as for everyone
+                    caps = self.eff(ps, c, "capabilities") or {}
+                    if self.eff(ps, c, "runAsUser") != 0 or (caps.get("add") or []) != ["CHOWN"]:
+                        errs.append("%s: --features-setup runs as root with CAP_CHOWN only" % n)
+                elif self.eff(ps, c, "runAsNonRoot") is not True:
                     errs.append("%s: runAsNonRoot is not true" % n)
-                if self.eff(ps, c, "runAsUser") != 65534:
+                if not setup and self.eff(ps, c, "runAsUser") != 65534:
                     errs.append("%s: runAsUser is not 65534" % n)
                 if self.eff(ps, c, "readOnlyRootFilesystem") is not True:
                     errs.append("%s: readOnlyRootFilesystem is not true" % n)
@@ -206,7 +222,7 @@ class Checker:
                 caps = self.eff(ps, c, "capabilities") or {}
                 if "ALL" not in (caps.get("drop") or []):
                     errs.append("%s: capabilities do not drop ALL" % n)
-                if caps.get("add"):
+                if caps.get("add") and not setup:
                     errs.append("%s: capabilities add %s" % (n, caps["add"]))
                 if (self.eff(ps, c, "seccompProfile") or {}).get("type") != "RuntimeDefault":
                     errs.append("%s: seccompProfile is not RuntimeDefault" % n)
@@ -279,13 +295,19 @@ class Checker:
         for o, ps in self.pods():
             w = self.wname(o)
             hp = {v["name"]: v["hostPath"].get("path") for v in ps.get("volumes") or [] if v.get("hostPath")}
-            for c, _ in self.containers(ps):
+            for c, init in self.containers(ps):
                 for m in c.get("volumeMounts") or []:
                     if m.get("name") not in hp:
                         continue
                     if m.get("readOnly") is True:
                         continue
                     if self.is_vfio_job(o) and hp[m["name"]] == "/sys":
+                        continue
+                    # gpu-node-agent: features.d for its setup step, its own
+                    # hidden directory there for the agent
+                    if self.features_setup(c, init) and hp[m["name"]] == self.FEATURES_D:
+                        continue
+                    if c.get("name") == "gpu-node-agent" and hp[m["name"]] == self.FEATURES_D + "/.gpu-node-agent":
                         continue
                     errs.append("%s %s: hostPath %s mounted read-write at %s"
                                 % (w, c.get("name"), hp[m["name"]], m.get("mountPath")))
@@ -307,7 +329,7 @@ class Checker:
                     continue
                 for m in c.get("volumeMounts") or []:
                     path = hp.get(m.get("name"))
-                    if path is None or path == "/etc/kubernetes/node-feature-discovery/features.d":
+                    if path is None or path.startswith(self.FEATURES_D):
                         continue
                     want = prefix + path.lstrip("/")
                     if m.get("mountPath") != want:

@@ -239,6 +239,29 @@ else
 		"touch $W/plain; $GA --node-name n --host-prefix $F/gpu4/ --features-file $W/plain/f >/dev/null 2>err; echo \$?; grep -c '$W/plain' err" "1\n1\n"
 fi
 
+# The deploy's shape: a root initContainer (--features-setup) gives the
+# agent a hidden directory in the root-owned features.d and links NAME to
+# its file; the agent then writes as nobody; nfd-worker reads the link.
+if [ "$(id -u)" = 0 ]; then
+	mkdir -p "$W/hfd"
+	FS="$FB gpu-node-agent --features-setup 65534:65534 --features-file $W/hfd/.gpu-node-agent/gpu-node-agent"
+	testing "--features-setup: the hidden directory for nobody, the link" \
+		"$FS; stat -c '%U %a' $W/hfd/.gpu-node-agent; readlink $W/hfd/gpu-node-agent" \
+		"$W/hfd/gpu-node-agent -> .gpu-node-agent/gpu-node-agent (owner 65534:65534)\nnobody 755\n.gpu-node-agent/gpu-node-agent\n"
+	testing "--features-setup again (a restarted Pod): exit 0" "$FS >/dev/null; echo \$?" "0\n"
+	testing "the agent as nobody writes there; nfd-worker reads it through the link" \
+		"as_nobody $GA --node-name n --host-prefix $F/gpu4/ --features-file $W/hfd/.gpu-node-agent/gpu-node-agent >/dev/null 2>&1; echo \$?; $FB nfd-worker --config $W/none.conf --node-name n --host-prefix $W/empty-root/ --features-dir $W/hfd --feature-sources local --label-sources local --oneshot --no-publish 2>/dev/null | grep '^nvidia.com/gpu.count='" \
+		"0\nnvidia.com/gpu.count=2\n"
+	rm "$W/hfd/gpu-node-agent"
+	echo 'admin=label' >"$W/hfd/gpu-node-agent"
+	testing "--features-setup never replaces a file someone else put there" \
+		"$FS 2>&1 >/dev/null | grep -c 'is not a link'; $FS >/dev/null 2>&1; echo \$?; cat $W/hfd/gpu-node-agent" "1\n1\nadmin=label\n"
+	testing "--features-setup wants DIR/.SUB/NAME" \
+		"$FB gpu-node-agent --features-setup 65534:65534 --features-file $W/hfd/plain 2>&1 | grep -c 'hidden SUB'" "1\n"
+else
+	skip "--features-setup: it needs root (chown), and these tests run as uid $(id -u)"
+fi
+
 # 8. Hostile procfs and sysfs: an information file full of junk, control
 #    bytes in the model, a driver version that is not one, a 1 MiB
 #    mem_info_vram_total, a KFD properties file that loops: no crash, the
