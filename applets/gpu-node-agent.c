@@ -16,7 +16,14 @@
  * - status has nodeInfo, pciInfo (plus subsystem, revision, numaNode,
  *   iommuGroup, bootVGA, link), currentState{driver, driverType} with None
  *   and Other added to the driverType enum, and the conditions Present and
- *   DriverBound. No capabilities: they need NVML/ROCm, which we do not link.
+ *   DriverBound. capabilities come from tables (pci.ids chip codes and
+ *   families, NVIDIA device-ID ranges: approximate where a table is) and the
+ *   kernel (amdgpu/i915 memory, NVIDIA's procfs), not NVML/ROCm.
+ * - Beyond the module: the Node also gets gpu.deckhouse.io/vendor.<v>=true
+ *   for every vendor present, so each vendor's adapter can select a mixed
+ *   node; --features-file writes the vendors' own labellers' labels
+ *   (GFD's nvidia.com/*, ROCm's amd.com/*, Intel's gpu.intel.com/*) as an NFD
+ *   features file with an expiry (pgpu_feat.c; differences in README.md).
  * - No watch of PhysicalGPU objects: the agent remembers what it wrote and
  *   re-lists every --resync (default 5m), so a deleted or edited object is
  *   repaired then. No Events are emitted.

@@ -6,9 +6,11 @@
 F=$FB_TOP/tests/fixtures/sysfs
 trap 'k8s_stop; [ -n "${apid:-}" ] && kill -9 $apid 2>/dev/null; rm -rf "$W"' EXIT
 
-k8s_start "$W/k8s" || { fail "test API server starts"; exit 1; }
+# --schema: the server prunes and validates PhysicalGPUs by deploy/'s CRD, so
+# every field the agent writes must be in it
+FB_K8S_SCHEMA=1 k8s_start "$W/k8s" || { fail "test API server starts"; exit 1; }
 S=$K8S_DIR
-NSP=d8-gpu
+NSP=d8-nvidia-gpu
 P=/apis/gpu.deckhouse.io/v1alpha1/physicalgpus
 printf '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"%s"}}' $NSP | k8s_ctl put /api/v1/namespaces/$NSP - >/dev/null
 for n in node1 node2; do
