@@ -22,7 +22,7 @@
  * - Beyond the module: the Node also gets gpu.deckhouse.io/vendor.<v>=true
  *   for every vendor present, so each vendor's adapter can select a mixed
  *   node; --features-file writes the vendors' own labellers' labels
- *   (GFD's nvidia.com/*, ROCm's amd.com/*, Intel's gpu.intel.com/*) as an NFD
+ *   (GFD's nvidia.com/..., ROCm's amd.com/..., Intel's gpu.intel.com/...) as an NFD
  *   features file with an expiry (pgpu_feat.c; differences in README.md).
  * - No watch of PhysicalGPU objects: the agent remembers what it wrote and
  *   re-lists every --resync (default 5m), so a deleted or edited object is
