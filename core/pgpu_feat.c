@@ -219,11 +219,13 @@ static void nvidia_labels(const struct pgpu_scan *s, const struct json *want, lo
 	}
 	if (win) {
 		const char *arch, *cc, *id = dev_str(win, "pciInfo", "device", "id");
+		char *dot;
 		int major = 0, minor = 0;
 
 		if (pgpu_arch(PGPU_VID_NVIDIA, (unsigned)strtoul(id ? id : "0", NULL, 16),
 			      dev_str(win, "pciInfo", "device", "name"), &arch, &cc) == 1 &&
-		    sscanf(cc, "%d.%d", &major, &minor) == 2) {
+		    (major = (int)strtol(cc, &dot, 10)) > 0 && *dot == '.') {
+			minor = (int)strtol(dot + 1, NULL, 10);
 			put_int(out, NV "gpu.compute.major", major);
 			put_int(out, NV "gpu.compute.minor", minor);
 			put(out, NV "gpu.family", gfd_family(major, minor));
@@ -264,25 +266,33 @@ static long long kfd_prop(const char *text, const char *name)
 	return -1;
 }
 
-/* simd_count and simd_per_cu of the KFD node at PCI address addr. */
+/* simd_count and simd_per_cu of the KFD node at PCI address addr
+ * (DDDD:BB:DD.F, as the scan gives it). */
 static void kfd_counts(const struct pgpu_scan *s, const char *addr, long long *simd, long long *per_cu)
 {
-	unsigned dom = 0, bus = 0, dev = 0, fn = 0;
-	int fd = hostfs_open(s->h, "sys/class/kfd/kfd/topology/nodes", O_RDONLY | O_DIRECTORY);
+	unsigned long f[4];
+	const char *p = addr;
+	char *end;
+	int fd, ok = 1;
 	char **names = NULL;
 	size_t n = 0, total = 0;
 
 	*simd = *per_cu = -1;
-	if (fd < 0)
+	for (int i = 0; i < 4 && ok; i++) {
+		f[i] = strtoul(p, &end, 16);
+		ok = end > p && *end == (i < 2 ? ':' : i == 2 ? '.' : '\0');
+		p = end + 1;
+	}
+	if (!ok || (fd = hostfs_open(s->h, "sys/class/kfd/kfd/topology/nodes", O_RDONLY | O_DIRECTORY)) < 0)
 		return;
-	if (sscanf(addr, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) == 4 && hostfs_list(fd, 256, &names, &n, &total) == 0)
+	if (hostfs_list(fd, 256, &names, &n, &total) == 0)
 		for (size_t i = 0; i < n && *simd < 0; i++) {
 			char rel[300], *text = NULL;
 
 			snprintf(rel, sizeof(rel), "sys/class/kfd/kfd/topology/nodes/%s/properties", names[i]);
 			if (pgpu_host_file_(s->h, rel, 64 << 10, &text) > 0 &&
-			    kfd_prop(text, "location_id") == (long long)((bus << 8) | (dev << 3) | fn) &&
-			    kfd_prop(text, "domain") == (long long)dom) {
+			    kfd_prop(text, "location_id") == (long long)((f[1] << 8) | (f[2] << 3) | f[3]) &&
+			    kfd_prop(text, "domain") == (long long)f[0]) {
 				*simd = kfd_prop(text, "simd_count");
 				*per_cu = kfd_prop(text, "simd_per_cu");
 			}
