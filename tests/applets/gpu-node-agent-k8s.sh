@@ -97,11 +97,14 @@ cp -r "$F/mixedgpu/." "$W/root/"
 chmod -R u+w "$W/root"
 printf '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"gpu-supported-vendors","namespace":"%s"},"data":{"nvidia":"10de"}}' $NSP |
 	k8s_ctl put /api/v1/namespaces/$NSP/configmaps/gpu-supported-vendors - >/dev/null
-$GA --resync 1s --port 0 >"$W/d.log" 2>&1 &
+$GA --resync 1s --port 0 --features-file "$W/fd/gpu-node-agent" >"$W/d.log" 2>&1 &
 apid=$!
+# the vendors' labels file: its label keys, "-" when it has none
+featkeys() { grep -v '^#' "$W/fd/gpu-node-agent" 2>/dev/null | cut -d= -f1 | grep -E '^(nvidia.com/gpu.(count|product)|amd.com/gpu.device-id)$' | tr '\n' ' ' | sed 's/ $//'; }
 check "daemon: nvidia only, the gpu4 objects gone" wait_for 15 is \
 	"node1-0000-01-00-0 node1-0000-02-00-0 node2-0000-17-00-0" names
 check "daemon: Node vendor=nvidia" wait_for 5 is "gpu.deckhouse.io/vendor=nvidia gpu.deckhouse.io/vendor.nvidia=true" nodelabels
+check "daemon: the vendors' labels file, NVIDIA's" wait_for 5 is "nvidia.com/gpu.count nvidia.com/gpu.product" featkeys
 port=$(sed -n 's/.*on port \([0-9]*\).*/\1/p' "$W/d.log")
 testing "/healthz and /readyz answer 200" \
 	"curl -s -o /dev/null -w '%{http_code} ' http://127.0.0.1:$port/healthz; curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/readyz" "200 200"
@@ -131,6 +134,7 @@ printf '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"gpu-supported-
 	k8s_ctl put /api/v1/namespaces/$NSP/configmaps/gpu-supported-vendors - >/dev/null
 check "one vendor again: the counts and the other vendors' labels are removed" wait_for 10 is "gpu.deckhouse.io/vendor=amd gpu.deckhouse.io/vendor.amd=true" nodelabels
 testing "only the AMD object is left" "names" "node1-0000-03-00-0 node2-0000-17-00-0\n"
+check "the labels file follows the map: AMD's only" wait_for 10 is "amd.com/gpu.device-id" featkeys
 testing "the Node's other labels are kept" \
 	"k8s_ctl get /api/v1/nodes/node1 | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"metadata\"][\"labels\"][\"kubernetes.io/hostname\"])'" "node1\n"
 
@@ -142,6 +146,7 @@ ln -sfn ../../../../bus/pci/drivers/vfio-pci "$(readlink -f "$W/root/sys/bus/pci
 mkdir -p "$W/root/sys/bus/pci/drivers/vfio-pci"
 check "API failing: the driver change arrives once it recovers" wait_for 30 sh -c \
 	"cd $FB_TOP && . tests/k8s/start.sh && K8S_DIR=$S k8s_ctl get $P/node1-0000-03-00-0 | grep -q '\"VFIO\"'"
+check "the labels file follows the rebind (the API failing or not): no amdgpu, no AMD labels" wait_for 30 is "" featkeys
 testing "the 503s were seen" "k8s_ctl count '*' '^/api' --status 503 | awk '{ print (\$1 >= 1) }'" "1\n"
 check "and the agent never exited" kill -0 $apid
 
