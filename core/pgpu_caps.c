@@ -239,10 +239,10 @@ static void info_value(const char *text, const char *key, char *out, size_t size
 
 int pgpu_nvidia_version(const char *text, char *out, size_t size)
 {
-	const char *p = strstr(text ? text : "", "Module");
+	const char *p = strstr(text ? text : "", "Module"), *nl = text ? strchr(text, '\n') : NULL;
 
 	out[0] = '\0';
-	if (!p || strchr(text, '\n') < p)
+	if (!p || (nl && nl < p)) /* the NVRM line is the first */
 		return -1;
 	for (p += 6; *p && *p != '\n';) {
 		size_t len = strcspn(p, " \t\n"), dots = 0, ok = len > 0;

@@ -211,6 +211,12 @@ nvidia.com/gpu.mode=graphics
 nvidia.com/gpu.product=NVIDIA-GeForce-RTX-3090
 "
 testing "rpi4 (no GPU): a file with no labels" "feat rpi4" ""
+cp -r "$F/gpu4" "$W/v2"
+chmod -R u+w "$W/v2"
+printf 'NVRM version: NVIDIA UNIX x86_64 Kernel Module  515.76  Mon Sep 12 19:21:56 UTC 2022\n' >"$W/v2/proc/driver/nvidia/version"
+testing "a two-part driver version: the revision is empty, as GFD's" \
+	"$GA --node-name n --host-prefix $W/v2/ --features-file $W/feat >/dev/null 2>&1; grep -E '^nvidia.com/cuda.driver(-version)?.(rev|revision|full)=' $W/feat" \
+	"nvidia.com/cuda.driver-version.full=515.76\nnvidia.com/cuda.driver-version.revision=\nnvidia.com/cuda.driver.rev=\n"
 testing "the file expires: one expiry-time directive, RFC 3339, about an hour ahead (--features-expiry 1h)" \
 	"feat gpu4 >/dev/null; grep -c '^# +expiry-time=' $W/feat; python3 -c 'import datetime,re,sys; t=re.search(r\"expiry-time=(\\S+)\", open(sys.argv[1]).read()).group(1); d=datetime.datetime.strptime(t, \"%Y-%m-%dT%H:%M:%SZ\").replace(tzinfo=datetime.timezone.utc)-datetime.datetime.now(datetime.timezone.utc); print(3500 < d.total_seconds() <= 3600)' $W/feat" \
 	"1\nTrue\n"

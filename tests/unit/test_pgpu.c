@@ -77,6 +77,7 @@ static const char *const versions[][2] = {
 	  "(dvs-builder@U16)  Tue May 20 2025\n", "575.57.08" },
 	{ "NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  550.54.15  Release Build\n", "550.54.15" },
 	{ "NVRM version: NVIDIA UNIX x86_64 Kernel Module  515.76  Mon Sep 12 19:21:56 UTC 2022\n", "515.76" },
+	{ "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.54.03", "535.54.03" }, /* no newline */
 	{ "NVRM version: NVIDIA UNIX x86_64 Kernel Module  banana  today\n", NULL },
 	{ "NVRM version: something else\nGCC version: Module 1.2.3\n", NULL }, /* not on the first line */
 	{ "", NULL },
