@@ -30,6 +30,16 @@
  *   during apply stops it and rolls back (exit 5) with the result printed.
  * - A function leaving VFIO beside the device that finds no host driver in
  *   3 s is left without one (warning), not rolled back.
+ * - Busy devices are refused, not waited for (NVIDIA's DRA driver waits for
+ *   /dev/nvidiaN to have no users): while a process holds a moving
+ *   function's DRM node or /dev/nvidiaN (found through <host>/proc/PID/fd by
+ *   st_rdev), exit 4 naming each holder; a scan that could not look at every
+ *   process, or no <host>/proc at all, is a warning only. Open files only:
+ *   mappings and kernel users are not seen. On nvidia, NVIDIA's unbindLock
+ *   is taken first; not granted: exit 4.
+ * - --to vfio: per function, the VFIO variant of fewest wildcards in the
+ *   host's modules.alias (libvirt's rule), else vfio-pci; the result says
+ *   which and why.
  * - "BB:DD.F" is accepted for domain 0000, as lspci prints it.
  * - Exit 1 when sysfs cannot be read at all (not in the spec's list).
  * - --update-physicalgpu records nothing for a device that is not there

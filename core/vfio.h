@@ -2,7 +2,10 @@
  * separately testable steps:
  *
  *   vfio_snapshot  reads the device, its IOMMU group and device links from
- *                  <host>/sys (through hostfs) into a plain struct;
+ *                  <host>/sys (through hostfs) into a plain struct, with
+ *                  who holds the functions' device nodes (vfio_busy.c:
+ *                  <host>/proc/PID/fd) and, for --to vfio, each function's
+ *                  VFIO variant driver (vfio_alias.c: modules.alias);
  *   vfio_plan      a pure function: snapshot + request -> the list of sysfs
  *                  writes and waits (or a refusal, or "nothing to do");
  *   vfio_apply     runs a plan through a table of operations (the real one
