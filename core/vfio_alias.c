@@ -120,7 +120,7 @@ static void one_line(struct best *b, const char *line)
 void vfio_alias_best_fd(int fd, const char *where, const char *modalias, char *drv, char *why)
 {
 	struct best b = { .stars = -1 };
-	char buf[16384], line[LINE_MAX_], devf[64];
+	char buf[16384], line[LINE_MAX_];
 	size_t len[NFIELDS], ll = 0, total = 0, longs = 0;
 	int skipping = 0, big = 0;
 	const char *f[NFIELDS];
@@ -128,7 +128,7 @@ void vfio_alias_best_fd(int fd, const char *where, const char *modalias, char *d
 	ssize_t n;
 
 	snprintf(drv, VFIO_DRV_MAX, "vfio-pci");
-	if (strncmp(modalias, "pci:", 4) != 0 || strlen(modalias) >= sizeof(devf) + 4 ||
+	if (strncmp(modalias, "pci:", 4) != 0 || strlen(modalias) > 96 ||
 	    split(modalias + 4, 0, f, len) < 0) {
 		snprintf(why, VFIO_WHY_MAX, "the device's modalias \"%.60s\" is not a PCI one; vfio-pci", modalias);
 		return;
