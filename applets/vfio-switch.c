@@ -32,7 +32,8 @@
  *   3 s is left without one (warning), not rolled back.
  * - Busy devices are refused, not waited for (NVIDIA's DRA driver waits for
  *   /dev/nvidiaN to have no users): while a process holds a moving
- *   function's DRM node or /dev/nvidiaN (found through <host>/proc/PID/fd by
+ *   function's DRM node, /dev/nvidiaN or, on a VFIO driver, its
+ *   /dev/vfio/N or /dev/vfio/devices/vfioN (found through <host>/proc/PID/fd by
  *   st_rdev), exit 4 naming each holder; a scan that could not look at every
  *   process, or no <host>/proc at all, is a warning only. Open files only:
  *   mappings and kernel users are not seen. On nvidia, NVIDIA's unbindLock

@@ -42,8 +42,10 @@
 #define VFIO_WHY_MAX 224
 
 /* A character device node of a function: its DRM nodes (<dev>/drm/cardN,
- * renderDN: major:minor from their sysfs "dev") and, on nvidia, /dev/nvidiaN
- * (195:N, N the "Device Minor:" of /proc/driver/nvidia/gpus/<addr>/information). */
+ * renderDN: major:minor from their sysfs "dev"); on nvidia, /dev/nvidiaN
+ * (195:N, N the "Device Minor:" of /proc/driver/nvidia/gpus/<addr>/information);
+ * on a VFIO driver, /dev/vfio/<group> (/sys/class/vfio/<group>/dev) and its
+ * cdev /dev/vfio/devices/vfioN (<dev>/vfio-dev/vfioN/dev). */
 struct vfio_node {
 	char path[VFIO_NODE_PATH]; /* as the host names it: "/dev/dri/card0" */
 	unsigned maj, min;

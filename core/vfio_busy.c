@@ -6,7 +6,11 @@
  * renderDN, controlDN on old kernels), each with a "dev" file "MAJ:MIN";
  * NVIDIA's /dev/nvidiaN is char 195:N with N the "Device Minor:" line of
  * /proc/driver/nvidia/gpus/<addr>/information (open-gpu-kernel-modules,
- * nv-procfs.c). /proc/PID/fd/N is a link the kernel resolves to the open
+ * nv-procfs.c). A function on a VFIO driver is in use by whoever holds its
+ * group's /dev/vfio/N (class vfio, "dev" in /sys/class/vfio/N: QEMU keeps it
+ * open with the device's fd) or its cdev /dev/vfio/devices/vfioN
+ * (<dev>/vfio-dev/vfioN/dev, iommufd); unbinding vfio-pci then waits in the
+ * kernel for the user to let the device go. /proc/PID/fd/N is a link the kernel resolves to the open
  * file itself: stat(2) through it gives the node's st_rdev whatever mount
  * namespace (container) opened it, and readlink gives its path as that
  * process sees it. */
@@ -144,6 +148,55 @@ static long nv_minor(const char *text)
 	return v;
 }
 
+static int vfio_dev_entry(void *ctx, const char *name, unsigned char type)
+{
+	struct drm_ctx *c = ctx;
+	char rel[80], buf[32];
+	unsigned maj, min;
+	struct vfio_node *n;
+
+	(void)type;
+	if (strncmp(name, "vfio", 4) != 0 || strlen(name) > 24)
+		return 0;
+	snprintf(rel, sizeof(rel), "%s/dev", name);
+	if (sysfs_read(c->dfd, rel, buf, sizeof(buf)) < 0 || parse_majmin(buf, &maj, &min) < 0)
+		return 0;
+	if ((n = node_add(c->f, maj, min)))
+		node_path(c->h, "vfio/devices", name, n);
+	return 0;
+}
+
+/* The nodes through which a VFIO user holds f: its group's and its cdev. */
+static void vfio_nodes(const struct hostfs *h, struct vfio_fn *f)
+{
+	struct drm_ctx c = { .h = h, .f = f };
+	char rel[128], g[32], buf[32];
+	unsigned maj, min;
+	struct vfio_node *n;
+	ssize_t len;
+	int fd;
+
+	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s", f->addr);
+	if ((fd = hostfs_open(h, rel, O_RDONLY | O_DIRECTORY)) < 0)
+		return;
+	len = sysfs_link_base(fd, "iommu_group", g, sizeof(g));
+	close(fd);
+	if (len > 0 && strspn(g, "0123456789") == (size_t)len) {
+		snprintf(rel, sizeof(rel), "sys/class/vfio/%s", g);
+		if ((fd = hostfs_open(h, rel, O_RDONLY | O_DIRECTORY)) >= 0) {
+			if (sysfs_read(fd, "dev", buf, sizeof(buf)) >= 0 && parse_majmin(buf, &maj, &min) == 0 &&
+			    (n = node_add(f, maj, min)))
+				node_path(h, "vfio", g, n);
+			close(fd);
+		}
+	}
+	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s/vfio-dev", f->addr);
+	if ((c.dfd = hostfs_open(h, rel, O_RDONLY | O_DIRECTORY)) >= 0) {
+		sysfs_dir_each(c.dfd, vfio_dev_entry, &c);
+		close(c.dfd);
+	}
+}
+
 static void fn_nodes(const struct hostfs *h, struct vfio_fn *f)
 {
 	char rel[128], info[4096];
@@ -152,6 +205,8 @@ static void fn_nodes(const struct hostfs *h, struct vfio_fn *f)
 
 	f->nnodes = 0;
 	f->nv_lock = 0;
+	if (vfio_is_vfio(f->driver))
+		vfio_nodes(h, f);
 	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s/drm", f->addr);
 	if ((c.dfd = hostfs_open(h, rel, O_RDONLY | O_DIRECTORY)) >= 0) {
 		sysfs_dir_each(c.dfd, drm_entry, &c);

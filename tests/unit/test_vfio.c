@@ -454,6 +454,7 @@ static void busy_tree(const char *dir)
 		{ "0000:01:00.0", "nvidia", "0x030200", "pci:v000010DEd00002941sv000010DEsd00001111bc03sc02i00" },
 		{ "0000:01:00.1", "snd_hda_intel", "0x040300", "pci:v000010DEd00001AEFsv000010DEsd0000147Dbc04sc03i00" },
 		{ "0000:03:00.0", "fbtest-drm", "0x030000", "pci:v0000ABCDd00005678sv00000000sd00000000bc03sc00i00" },
+		{ "0000:05:00.0", "vfio-pci", "0x030200", "pci:v000010DEd000020B5sv000010DEsd00001533bc03sc02i00" },
 	};
 	static const struct {
 		const char *pid, *comm, *fd, *target; /* fd NULL: no fd directory (it exited) */
@@ -467,12 +468,14 @@ static void busy_tree(const char *dir)
 		{ "103", "nvidia-smi", "4", "/dev/nvidia3" },
 		{ "105", "gone", NULL, NULL },
 		{ "106", "fb\x1b[31mred\"", "9", "/dev/null" }, /* the host's 1:3 */
+		{ "108", "qemu-system-x86", "20", "/dev/vfio/8" },
+		{ "108", "qemu-system-x86", "21", "/dev/vfio/devices/vfio0" },
 	};
 	char p[1024], t[256];
 
 	for (size_t i = 0; i < sizeof(devs) / sizeof(devs[0]); i++) {
 		const char *a = devs[i].addr;
-		int g = i == 0 ? 5 : i == 3 ? 7 : 6;
+		int g = i == 0 ? 5 : i == 3 ? 7 : i == 4 ? 8 : 6;
 
 #define P(fmt, ...) snprintf(p, sizeof(p), "%s/" fmt, dir, __VA_ARGS__)
 		P("sys/devices/pci0000:00/%s/class", a);
@@ -514,12 +517,20 @@ static void busy_tree(const char *dir)
 	t_put(p, "226:128\n", 0644);
 	P("sys/devices/pci0000:00/%s/drm/card9/dev", "0000:03:00.0");
 	t_put(p, "1:3\n", 0644);
+	P("sys/devices/virtual/vfio/%s/dev", "8");
+	t_put(p, "511:0\n", 0644);
+	P("sys/class/vfio/%s", "8");
+	t_put(p, NULL, 0755);
+	rmdir(p);
+	symlink("../../devices/virtual/vfio/8", p);
+	P("sys/devices/pci0000:00/%s/vfio-dev/vfio0/dev", "0000:05:00.0");
+	t_put(p, "510:0\n", 0644);
 	P("proc/driver/nvidia/gpus/%s/information", "0000:01:00.0");
 	t_put(p, "Model: \t\t NVIDIA GB200\nIRQ:   \t\t 42\nGPU UUID: \t GPU-1\nDevice Minor: \t 3\nBus Type: \t PCIe\n", 0644);
 	P("proc/driver/nvidia/gpus/%s/unbindLock", "0000:01:00.0");
 	t_put(p, "0\n", 0644);
 	for (const char *const *n = (const char *const[]){ "dev/dri/card0", "dev/dri/renderD128", "dev/dri/card1",
-							    "dev/nvidia3", NULL };
+							    "dev/nvidia3", "dev/vfio/8", "dev/vfio/devices/vfio0", NULL };
 	     *n; n++) {
 		P("%s", *n);
 		t_put(p, "", 0644); /* a plain file: a test tree cannot mknod */
@@ -632,6 +643,16 @@ static void test_busy(void)
 	     "rc %d, %zu holders", rc, s.holders);
 	T_OK("busy: a command name with control characters and quotes is made printable",
 	     hd && !strcmp(hd->comm, "fb?[31mred?"), "\"%s\"", hd ? hd->comm : "");
+
+	rc = vfio_snapshot(&h, "0000:05:00.0", "nvidia", &s, &ei);
+	vfio_plan(&s, &req, &pl);
+	T_OK("busy: on vfio-pci, its group's /dev/vfio/8 and its cdev held by QEMU: back to the host refused",
+	     rc == 0 && s.fn[0].nnodes == 2 && !strcmp(s.fn[0].node[0].path, "/dev/vfio/8") &&
+		     !strcmp(s.fn[0].node[1].path, "/dev/vfio/devices/vfio0") && s.holders == 2 &&
+		     pl.verdict == VFIO_PLAN_REFUSED &&
+		     strstr(pl.why, "pid 108 (qemu-system-x86) holds /dev/vfio/8 of 0000:05:00.0") &&
+		     strstr(pl.why, "pid 108 (qemu-system-x86) holds /dev/vfio/devices/vfio0 of 0000:05:00.0"),
+	     "rc %d nodes %zu holders %zu: %s", rc, s.fn[0].nnodes, s.holders, pl.why);
 
 	rc = vfio_snapshot(&h, "0000:01:00.0", "vfio-pci", &s, &ei);
 	T_OK("busy: NVIDIA: /dev/nvidia3 (Device Minor: 3, 195:3) held by nvidia-smi; its unbindLock seen",

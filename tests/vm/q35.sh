@@ -208,6 +208,20 @@ featurebox vfio-switch --pci $bochs --to vfio-pci >/tmp/sw2.json 2>>/tmp/vs.err
 same "a second identical call exits 0 and changes nothing" "$? $(grep -o '"result":"[a-z-]*"}$' /tmp/sw2.json) $(drv $bochs)" \
 	'0 "result":"unchanged"} vfio-pci'
 same "the second call caused no uevent (no unbind, no rebind)" "$(seq)" "$s0"
+# a VFIO user (here a sleep holding the group's /dev/vfio/N, as QEMU does):
+# back to the host is refused, naming it
+sleep 1000 <"/dev/vfio/$group" &
+holder=$!
+i=0
+while [ $i -lt 200 ] && { [ "$(readlink /proc/$holder/fd/0)" != "/dev/vfio/$group" ] || [ "$(cat /proc/$holder/comm)" != sleep ]; }; do
+	sleep 0.05
+	i=$((i + 1))
+done
+featurebox vfio-switch --pci $bochs --to default >/tmp/busy2.json 2>>/tmp/vs.err
+same "vfio-switch --to default while pid $holder holds /dev/vfio/$group: refused, exit 4, named" \
+	"$? $(grep -c "in use: pid $holder (sleep) holds /dev/vfio/$group of $bochs" /tmp/busy2.json) $(drv $bochs) $(seq)" "4 1 vfio-pci $s0"
+kill $holder
+wait $holder 2>/dev/null
 featurebox vfio-switch --pci $bochs --to default >/tmp/back.json 2>>/tmp/vs.err
 same "vfio-switch --to default exits 0" "$?" 0
 same "back on bochs-drm, no override" "$(drv $bochs) $(ovr $bochs)" "bochs-drm (null)"
