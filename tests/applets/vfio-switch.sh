@@ -304,6 +304,16 @@ testing "no <prefix>proc: the busy check not done, said, not refused" \
 	"$VS --pci $GPU --to vfio-pci --dry-run 2>/dev/null | j 'r[\"result\"], r[\"busyCheck\"][:9], \"busy check not done\" in r[\"warning\"]'" \
 	"('dry-run', 'not done:', True)\n"
 
+# A VM (QEMU) holding the group of a pair on vfio-pci: going back is refused.
+fresh
+mkdir -p "$T/sys/class/vfio/6" "$T/dev/vfio"
+echo 511:6 >"$T/sys/class/vfio/6/dev"
+: >"$T/dev/vfio/6"
+holder 900 qemu-system-x86 30 /dev/vfio/6
+testing "a VM holds the group's /dev/vfio/6: back to the host refused, exit 4, both functions' holder named" \
+	"$VS --pci 0000:06:00.0 --to default >out 2>/dev/null; rc=\$?; j 'r[\"result\"], [(h[\"pid\"], h[\"node\"], h[\"address\"]) for h in r[\"holders\"]]' <out; echo \$rc; state 0000:06:00.0 0000:06:00.1" \
+	"('refused', [(900, '/dev/vfio/6', '0000:06:00.0'), (900, '/dev/vfio/6', '0000:06:00.1')])\n4\nvfio-pci/vfio-pci vfio-pci/vfio-pci\n"
+
 # NVIDIA: /dev/nvidiaN from procfs's Device Minor, and the unbindLock.
 nvidia() {
 	mkdir -p "$T/proc/driver/nvidia/gpus/$GPU" "$T/dev"
