@@ -337,7 +337,7 @@ int vfio_snapshot(const struct hostfs *h, const char *addr, const char *target, 
 	vfio_busy_scan_(h, s);
 	if (strcmp(target, VFIO_AUTO) == 0) {
 		for (size_t i = 0; i < s->n; i++)
-			if (!is_bridge(&s->fn[i]))
+			if (i == s->dev || !is_bridge(&s->fn[i])) /* bridges never move */
 				choose_variant(h, &s->fn[i]);
 		s->target_loaded = s->fn[s->dev].want_loaded;
 	} else if (strcmp(target, VFIO_DEFAULT) == 0) {

@@ -318,7 +318,7 @@ static int pid_entry(void *ctx, const char *name, unsigned char type)
 	char rel[32];
 
 	(void)type;
-	if (!all_digits(name) || strlen(name) > 10)
+	if (!all_digits(name) || strlen(name) > 9) /* pid_max is at most 2^22 */
 		return 0;
 	if (sc->pids >= VFIO_SCAN_PIDS) {
 		sc->pids_skipped++;
