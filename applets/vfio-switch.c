@@ -30,6 +30,17 @@
  *   during apply stops it and rolls back (exit 5) with the result printed.
  * - A function leaving VFIO beside the device that finds no host driver in
  *   3 s is left without one (warning), not rolled back.
+ * - Busy devices are refused, not waited for (NVIDIA's DRA driver waits for
+ *   /dev/nvidiaN to have no users): while a process holds a moving
+ *   function's DRM node, /dev/nvidiaN or, on a VFIO driver, its
+ *   /dev/vfio/N or /dev/vfio/devices/vfioN (found through <host>/proc/PID/fd by
+ *   st_rdev), exit 4 naming each holder; a scan that could not look at every
+ *   process, or no <host>/proc at all, is a warning only. Open files only:
+ *   mappings and kernel users are not seen. On nvidia, NVIDIA's unbindLock
+ *   is taken first; not granted: exit 4.
+ * - --to vfio: per function, the VFIO variant of fewest wildcards in the
+ *   host's modules.alias (libvirt's rule), else vfio-pci; the result says
+ *   which and why.
  * - "BB:DD.F" is accepted for domain 0000, as lspci prints it.
  * - Exit 1 when sysfs cannot be read at all (not in the spec's list).
  * - --update-physicalgpu records nothing for a device that is not there
@@ -59,8 +70,10 @@ static const char usage[] =
 	"\n"
 	"Move a PCI device between its driver and vfio-pci (or any driver): the\n"
 	"functions of its IOMMU group move with it, nothing is left without a driver\n"
-	"on failure (rollback). DRIVER is a driver name or \"default\" (clear the\n"
-	"override, let the kernel choose).\n"
+	"on failure (rollback). DRIVER is a driver name, \"default\" (clear the\n"
+	"override, let the kernel choose) or \"vfio\" (the best VFIO variant driver).\n"
+	"Refused while a process holds the device's DRM or /dev/nvidiaN node open, or\n"
+	"while NVIDIA's unbindLock cannot be taken.\n"
 	"Exit: 0 switched or already there, 2 usage, 3 device not found, 4 refused by\n"
 	"a safety check, 5 failed and rolled back, 6 rollback failed, 1 sysfs unreadable.\n";
 
@@ -71,7 +84,7 @@ struct run {
 	struct vfio_plan p;
 	struct vfio_result r;
 	const char *result;   /* the overall result word */
-	char error[1024];
+	char error[2048];
 	int applied, dry_run;
 	const char *target;
 };
@@ -106,10 +119,22 @@ static const char *fn_to(const struct run *u, size_t i)
 	return u->p.fn_target[i];
 }
 
+/* "complete", or "partial: WHY" / "not done: WHY" written into buf. */
+static const char *busy_check(const struct run *u, char *buf, size_t size)
+{
+	static const char *const word[] = { "complete", "partial", "not done" };
+
+	if (u->s.scan == VFIO_SCAN_DONE)
+		return word[0];
+	snprintf(buf, size, "%s: %s", word[u->s.scan], u->s.scan_why);
+	return buf;
+}
+
 static struct json *result_json(const struct run *u, const char *addr)
 {
 	struct json *o = json_new_object(), *fns = json_new_array(), *plan = json_new_array();
 	int found = u->s.n > 0;
+	char bc[VFIO_WHY_MAX + 16];
 
 	if (!o || !fns || !plan) {
 		json_free(o);
@@ -130,9 +155,35 @@ static struct json *result_json(const struct run *u, const char *addr)
 		json_set_take(f, "from", str_or_null(u->s.fn[i].driver));
 		json_set_take(f, "to", str_or_null(fn_to(u, i)));
 		json_set_str(f, "result", fn_result(u, i));
+		if (u->s.fn[i].want[0] && u->p.fn_moves[i])
+			json_set_str(f, "driverChoice", u->s.fn[i].want_why);
 		json_append_take(fns, f);
 	}
 	json_set_take(o, "functions", fns);
+	if (found && u->s.fn[u->s.dev].want[0]) {
+		json_set_str(o, "driver", u->s.fn[u->s.dev].want);
+		json_set_str(o, "driverChoice", u->s.fn[u->s.dev].want_why);
+	}
+	if (found) {
+		struct json *hs = json_new_array();
+
+		for (size_t k = 0; hs && k < u->s.nholders; k++) {
+			const struct vfio_holder *hd = &u->s.holder[k];
+			struct json *h = json_new_object();
+
+			if (!h)
+				continue;
+			json_set_take(h, "pid", json_new_number(hd->pid));
+			json_set_str(h, "command", hd->comm);
+			json_set_str(h, "node", hd->node);
+			json_set_str(h, "address", u->s.fn[hd->fn].addr);
+			json_append_take(hs, h);
+		}
+		json_set_take(o, "holders", hs);
+		if (u->s.holders > u->s.nholders)
+			json_set_take(o, "holdersNotListed", json_new_number((double)(u->s.holders - u->s.nholders)));
+		json_set_str(o, "busyCheck", busy_check(u, bc, sizeof(bc)));
+	}
 	for (size_t k = 0; k < u->p.n; k++) {
 		char line[256];
 
@@ -172,6 +223,17 @@ static int print_result(const struct run *u, const char *addr, int text)
 				printf("%s  %s -> %s  %s\n", u->s.fn[i].addr,
 				       u->s.fn[i].driver[0] ? u->s.fn[i].driver : "(none)", *to ? to : "(none)",
 				       fn_result(u, i));
+		}
+		for (size_t i = 0; i < u->s.n; i++)
+			if (u->s.fn[i].want[0] && (u->p.fn_moves[i] || i == u->s.dev))
+				printf("  driver for %s: %s: %s\n", u->s.fn[i].addr, u->s.fn[i].want, u->s.fn[i].want_why);
+		for (size_t k = 0; k < u->s.nholders; k++)
+			printf("  held: pid %d (%s) has %s of %s open\n", u->s.holder[k].pid, u->s.holder[k].comm,
+			       u->s.holder[k].node, u->s.fn[u->s.holder[k].fn].addr);
+		if (u->s.n && u->s.scan != VFIO_SCAN_DONE) {
+			char bc[VFIO_WHY_MAX + 16];
+
+			printf("  busy check %s\n", busy_check(u, bc, sizeof(bc)));
 		}
 		if (u->dry_run || u->applied)
 			for (size_t k = 0; k < u->p.n; k++) {
@@ -342,7 +404,8 @@ static const struct opt vs_optv[] = {
 	{ .lo = "pci", .kind = OPT_STR, .off = VO(pci), .arg = "ADDRESS",
 	  .help = "the device, DDDD:BB:DD.F (domain may be longer) or BB:DD.F" },
 	{ .lo = "to", .kind = OPT_STR, .off = VO(to), .arg = "DRIVER",
-	  .help = "vfio-pci, nvidia, any driver name, or default (clear the override)" },
+	  .help = "vfio-pci, nvidia, any driver name, default (clear the override), or vfio (the best VFIO "
+		  "variant driver of each function from the host's modules.alias, else vfio-pci)" },
 	{ .lo = "group", .kind = OPT_STR, .off = VO(group), .arg = "auto|device",
 	  .help = "auto: the device's IOMMU group moves with it (default); device: only the device" },
 	{ .lo = "dry-run", .kind = OPT_FLAG, .off = VO(dry_run), .help = "print the plan, change nothing" },

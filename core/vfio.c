@@ -1,4 +1,4 @@
-#include "vfio.h"
+#include "vfio_int.h"
 
 #include "pci.h"
 #include "sysfs.h"
@@ -84,6 +84,15 @@ int vfio_is_vfio(const char *driver)
 }
 
 /* ---- snapshot ----------------------------------------------------------- */
+
+/* PCI-to-PCI bridges (0604, 0609 semi-transparent) and host bridges (0600):
+ * left alone, vfio-pci does not take them. */
+static int is_bridge(const struct vfio_fn *f)
+{
+	return strncmp(f->cls, "0604", 4) == 0 || strncmp(f->cls, "0609", 4) == 0 ||
+	       strncmp(f->cls, "0600", 4) == 0;
+}
+
 
 struct members {
 	struct vfio_snap *s;
@@ -200,6 +209,56 @@ static int read_fn(const struct hostfs *h, struct vfio_fn *f, int *gone, struct 
 	return rc;
 }
 
+/* 1 when <host>/sys/bus/pci/drivers/<drv> exists. */
+static int registered(const struct hostfs *h, const char *drv)
+{
+	char rel[128];
+	int fd;
+
+	snprintf(rel, sizeof(rel), "sys/bus/pci/drivers/%s", drv);
+	if ((fd = hostfs_open(h, rel, O_RDONLY | O_DIRECTORY)) < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+/* --to vfio: f->want is the best variant for f. modules.alias names the
+ * module (underscores); the PCI driver of every in-tree variant is named
+ * after its module (KBUILD_MODNAME), but vfio_pci's is "vfio-pci": a
+ * registered driver of the name with '_' as '-' is taken when the module's
+ * own name is not registered. */
+static void choose_variant(const struct hostfs *h, struct vfio_fn *f)
+{
+	char rel[96], ma[128], mod[VFIO_DRV_MAX], dashed[VFIO_DRV_MAX];
+	int fd;
+
+	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s", f->addr);
+	ma[0] = '\0';
+	if ((fd = hostfs_open(h, rel, O_RDONLY | O_DIRECTORY)) >= 0) {
+		if (sysfs_read(fd, "modalias", ma, sizeof(ma)) < 0)
+			ma[0] = '\0';
+		close(fd);
+	}
+	if (!ma[0]) {
+		snprintf(mod, sizeof(mod), "vfio-pci");
+		snprintf(f->want_why, sizeof(f->want_why), "no modalias in sysfs for %s; vfio-pci", f->addr);
+	} else {
+		vfio_alias_best(h, ma, mod, f->want_why);
+	}
+	snprintf(f->want, sizeof(f->want), "%s", mod);
+	f->want_loaded = registered(h, mod);
+	if (!f->want_loaded) {
+		snprintf(dashed, sizeof(dashed), "%s", mod);
+		for (char *c = dashed; *c; c++)
+			if (*c == '_')
+				*c = '-';
+		if (strcmp(dashed, mod) != 0 && registered(h, dashed)) {
+			snprintf(f->want, sizeof(f->want), "%s", dashed);
+			f->want_loaded = 1;
+		}
+	}
+}
+
 static int fn_cmp(const void *a, const void *b)
 {
 	return pci_addr_cmp_(((const struct vfio_fn *)a)->addr, ((const struct vfio_fn *)b)->addr);
@@ -275,7 +334,13 @@ int vfio_snapshot(const struct hostfs *h, const char *addr, const char *target, 
 			s->dev = i;
 			s->fn[i].is_device = 1;
 		}
-	if (strcmp(target, VFIO_DEFAULT) == 0) {
+	vfio_busy_scan_(h, s);
+	if (strcmp(target, VFIO_AUTO) == 0) {
+		for (size_t i = 0; i < s->n; i++)
+			if (i == s->dev || !is_bridge(&s->fn[i])) /* bridges never move */
+				choose_variant(h, &s->fn[i]);
+		s->target_loaded = s->fn[s->dev].want_loaded;
+	} else if (strcmp(target, VFIO_DEFAULT) == 0) {
 		s->target_loaded = 1;
 	} else {
 		int dfd;
@@ -321,14 +386,6 @@ int vfio_lock(const struct hostfs *h, const char *addr, long long timeout_ms, st
 }
 
 /* ---- plan --------------------------------------------------------------- */
-
-/* PCI-to-PCI bridges (0604, 0609 semi-transparent) and host bridges (0600):
- * left alone, vfio-pci does not take them. */
-static int is_bridge(const struct vfio_fn *f)
-{
-	return strncmp(f->cls, "0604", 4) == 0 || strncmp(f->cls, "0609", 4) == 0 ||
-	       strncmp(f->cls, "0600", 4) == 0;
-}
 
 /* Same domain:bus:device ("0000:65:00"), i.e. another function of the same card. */
 static int same_slot(const char *a, const char *b)
@@ -398,12 +455,30 @@ static const char *or_none(const char *drv)
 	return *drv ? drv : "no driver";
 }
 
+/* The driver function i takes when it moves with the target: its own VFIO
+ * variant for --to vfio, else the target. */
+static const char *fn_want(const struct vfio_snap *s, size_t i)
+{
+	return s->fn[i].want[0] ? s->fn[i].want : s->target;
+}
+
+static int fn_want_loaded(const struct vfio_snap *s, size_t i)
+{
+	return s->fn[i].want[0] ? s->fn[i].want_loaded : s->target_loaded;
+}
+
+/* 1 when the plan unbinds f from its driver to move it to ti. */
+static int unbinds(const struct vfio_fn *f, const char *ti)
+{
+	return f->driver[0] && (strcmp(ti, VFIO_DEFAULT) == 0 || strcmp(f->driver, ti) != 0);
+}
+
 void vfio_plan(const struct vfio_snap *s, const struct vfio_req *req, struct vfio_plan *p)
 {
 	const struct vfio_fn *d = &s->fn[s->dev];
 	const char *t = s->target;
-	int tvfio = vfio_is_vfio(t), load = 0, moves = 0;
-	char unrel[512] = "", others[384] = "", path[128];
+	int tvfio = vfio_is_vfio(t), load[VFIO_FN_MAX] = { 0 }, moves = 0;
+	char unrel[512] = "", others[384] = "", busy[1024] = "", path[128];
 
 	memset(p, 0, sizeof(*p));
 	p->force = req->force;
@@ -412,25 +487,25 @@ void vfio_plan(const struct vfio_snap *s, const struct vfio_req *req, struct vfi
 		const char *ti = VFIO_LEAVE;
 
 		if (i == s->dev)
-			ti = t;
+			ti = fn_want(s, i);
 		else if (req->group == VFIO_GROUP_DEVICE || (!f->in_group && !f->linked) || is_bridge(f))
 			ti = VFIO_LEAVE;
 		else if (tvfio) {
 			/* on another VFIO driver or pci-stub, or driverless and not ours: viable already */
 			if (viable_driver(f->driver))
-				ti = strcmp(f->driver, t) == 0 ? t : VFIO_LEAVE;
+				ti = strcmp(f->driver, fn_want(s, i)) == 0 ? fn_want(s, i) : VFIO_LEAVE;
 			else if (!f->driver[0] && !related(s, f))
 				ti = VFIO_LEAVE;
 			else
-				ti = t;
+				ti = fn_want(s, i);
 		} else if (vfio_is_vfio(f->driver) || vfio_is_vfio(f->override)) {
 			ti = VFIO_DEFAULT; /* back to its host driver */
 		}
 		snprintf(p->fn_target[i], sizeof(p->fn_target[i]), "%s", ti);
 		p->fn_moves[i] = ti[0] && !at_target(f, ti);
 		moves += p->fn_moves[i];
-		if (p->fn_moves[i] && strcmp(ti, t) == 0 && !s->target_loaded && strcmp(f->driver, t) != 0)
-			load = 1;
+		if (p->fn_moves[i] && strcmp(ti, fn_want(s, i)) == 0 && !fn_want_loaded(s, i) && strcmp(f->driver, ti) != 0)
+			load[i] = 1;
 	}
 	if (!moves) {
 		p->verdict = VFIO_PLAN_NOTHING;
@@ -438,6 +513,17 @@ void vfio_plan(const struct vfio_snap *s, const struct vfio_req *req, struct vfi
 	}
 
 	/* the safety checks */
+	for (size_t k = 0; k < s->nholders; k++) {
+		const struct vfio_holder *hd = &s->holder[k];
+
+		if (hd->fn >= 0 && (size_t)hd->fn < s->n && p->fn_moves[hd->fn] &&
+		    unbinds(&s->fn[hd->fn], p->fn_target[hd->fn]))
+			appendf(busy, sizeof(busy), "%spid %d (%s) holds %s of %s", busy[0] ? ", " : "", hd->pid, hd->comm,
+				hd->node, s->fn[hd->fn].addr);
+	}
+	if (busy[0])
+		appendf(p->why, sizeof(p->why), "in use: %s%s: unbinding a device in use can hang in the kernel", busy,
+			s->holders > s->nholders ? " (and more holders, not all listed)" : "");
 	if (is_bridge(d))
 		appendf(p->why, sizeof(p->why), "%s%s is a bridge (class %.4s): bridges stay with the host",
 			p->why[0] ? "; " : "", d->addr, d->cls);
@@ -480,6 +566,9 @@ void vfio_plan(const struct vfio_snap *s, const struct vfio_req *req, struct vfi
 		snprintf(p->warn, sizeof(p->warn), "forced past: %.*s", (int)sizeof(p->warn) - 20, p->why);
 		p->why[0] = '\0';
 	}
+	if (s->scan != VFIO_SCAN_DONE)
+		appendf(p->warn, sizeof(p->warn), "%sbusy check %s: %s", p->warn[0] ? "; " : "",
+			s->scan == VFIO_SCAN_PARTIAL ? "partial" : "not done", s->scan_why);
 	if (others[0])
 		appendf(p->warn, sizeof(p->warn), "%sIOMMU group %s: other cards of the same class move too: %s",
 			p->warn[0] ? "; " : "", s->group, others);
@@ -499,8 +588,22 @@ void vfio_plan(const struct vfio_snap *s, const struct vfio_req *req, struct vfi
 	}
 
 	p->verdict = VFIO_PLAN_GO;
-	if (load)
-		add_step(p, VFIO_STEP_LOAD, -1, NULL, t);
+	for (size_t i = 0; i < s->n; i++) {
+		int seen = 0;
+
+		for (size_t j = 0; j < i; j++)
+			seen |= load[j] && strcmp(p->fn_target[j], p->fn_target[i]) == 0;
+		if (load[i] && !seen)
+			add_step(p, VFIO_STEP_LOAD, -1, NULL, p->fn_target[i]);
+	}
+	/* NVIDIA's own rule before an unbind: its unbindLock, which the driver
+	 * grants only while nothing has the GPU open */
+	for (size_t i = 0; i < s->n; i++)
+		if (p->fn_moves[i] && s->fn[i].nv_lock && strcmp(s->fn[i].driver, "nvidia") == 0 &&
+		    unbinds(&s->fn[i], p->fn_target[i])) {
+			snprintf(path, sizeof(path), "proc/driver/nvidia/gpus/%s/unbindLock", s->fn[i].addr);
+			add_step(p, VFIO_STEP_ULOCK, (int)i, path, "1");
+		}
 	for (size_t i = 0; i < s->n; i++) {
 		const struct vfio_fn *f = &s->fn[i];
 		const char *ti = p->fn_target[i];
@@ -543,6 +646,10 @@ void vfio_step_str(const struct vfio_snap *s, const struct vfio_step *st, const 
 		break;
 	case VFIO_STEP_WAIT:
 		snprintf(buf, size, "wait until %s is bound to %s", s->fn[st->fn].addr, want_str(st->value));
+		break;
+	case VFIO_STEP_ULOCK:
+		snprintf(buf, size, "take the NVIDIA unbind lock of %s: write 1 to %s%s, read back 1", s->fn[st->fn].addr,
+			 prefix, st->path);
 		break;
 	}
 }
@@ -672,6 +779,46 @@ static int restore(const struct vfio_ops *o, const struct vfio_fn *f, long long 
 	return strcmp(drv, f->driver) == 0 && strcmp(ov, f->override) == 0 ? 0 : -1;
 }
 
+/* Takes NVIDIA's unbindLock at path: write "1" (the driver acts when the
+ * file is closed), read "1" back. Returns 0 or -1 with got the value read
+ * (or the error). */
+static int take_ulock(const struct vfio_ops *o, const char *path, char *got, size_t size)
+{
+	int rc;
+
+	snprintf(got, size, "nothing");
+	if ((rc = o->write(o->ctx, path, "1")) < 0) {
+		snprintf(got, size, "a failed write: %s%s%s", fb_strerror(rc), errno ? ": " : "", errno ? strerror(errno) : "");
+		return -1;
+	}
+	if (!o->read || (rc = o->read(o->ctx, path, got, size)) < 0) {
+		snprintf(got, size, "unreadable: %s", o->read ? fb_strerror(rc) : "no reader");
+		return -1;
+	}
+	return strcmp(got, "1") == 0 ? 0 : -1;
+}
+
+/* Releases the unbindLocks taken (locked[i]) of the functions still on
+ * nvidia: the switch did not happen for them. */
+static void release_ulocks(const struct vfio_snap *s, const struct vfio_plan *p, const struct vfio_ops *o,
+			   const int *locked, const struct fb_log *lg)
+{
+	for (size_t k = 0; k < p->n; k++) {
+		const struct vfio_step *st = &p->step[k];
+		char drv[VFIO_DRV_MAX], ov[VFIO_DRV_MAX];
+
+		if (st->kind != VFIO_STEP_ULOCK || !locked[st->fn])
+			continue;
+		if (o->state(o->ctx, s->fn[st->fn].addr, drv, ov) == 0 && strcmp(drv, "nvidia") != 0)
+			continue; /* unbound: the lock went with the driver's state */
+		if (o->write(o->ctx, st->path, "0") < 0)
+			LOG_W(lg, "%s: the NVIDIA unbind lock could not be released (write 0 to %s%s)", s->fn[st->fn].addr,
+			      o->prefix ? o->prefix : "", st->path);
+		else
+			LOG_I(lg, "%s: the NVIDIA unbind lock released", s->fn[st->fn].addr);
+	}
+}
+
 static void final_states(const struct vfio_snap *s, const struct vfio_ops *o, struct vfio_result *res)
 {
 	char ov[VFIO_DRV_MAX];
@@ -684,7 +831,7 @@ static void final_states(const struct vfio_snap *s, const struct vfio_ops *o, st
 int vfio_apply(const struct vfio_snap *s, const struct vfio_plan *p, const struct vfio_ops *o,
 	       long long timeout_ms, const struct fb_log *lg, struct vfio_result *res)
 {
-	int touched[VFIO_FN_MAX] = { 0 };
+	int touched[VFIO_FN_MAX] = { 0 }, locked[VFIO_FN_MAX] = { 0 };
 	size_t k;
 
 	memset(res, 0, sizeof(*res));
@@ -706,6 +853,26 @@ int vfio_apply(const struct vfio_snap *s, const struct vfio_plan *p, const struc
 			snprintf(res->why, sizeof(res->why),
 				 "driver %s is not loaded and modprobe %s did not load it (--force overrides)", st->value,
 				 st->value);
+			final_states(s, o, res);
+			return res->exit = 4;
+		}
+		if (st->kind == VFIO_STEP_ULOCK) {
+			char got[96];
+
+			if (take_ulock(o, st->path, got, sizeof(got)) == 0) {
+				locked[st->fn] = 1;
+				LOG_I(lg, "%s: the NVIDIA unbind lock is taken", s->fn[st->fn].addr);
+				continue;
+			}
+			if (p->force) {
+				LOG_W(lg, "%s: the NVIDIA unbind lock was not taken (read back %s); going on (--force)",
+				      s->fn[st->fn].addr, got);
+				continue;
+			}
+			snprintf(res->why, sizeof(res->why),
+				 "%s: the NVIDIA unbind lock was not taken (%s%s read back %s): the driver still has users of the GPU (--force overrides)",
+				 s->fn[st->fn].addr, o->prefix ? o->prefix : "", st->path, got);
+			release_ulocks(s, p, o, locked, lg);
 			final_states(s, o, res);
 			return res->exit = 4;
 		}
@@ -771,6 +938,7 @@ int vfio_apply(const struct vfio_snap *s, const struct vfio_plan *p, const struc
 			res->exit = 6;
 		}
 	}
+	release_ulocks(s, p, o, locked, lg);
 	if (res->exit == 6) {
 		size_t n = strlen(res->why);
 
@@ -802,6 +970,26 @@ static int real_write(void *ctx, const char *path, const char *value)
 	close(fd);
 	errno = n < 0 ? e : 0;
 	return n == (ssize_t)len ? 0 : -FB_EIO;
+}
+
+static int real_read(void *ctx, const char *path, char *buf, size_t size)
+{
+	struct vfio_real *r = ctx;
+	int fd = hostfs_open(r->h, path, O_RDONLY | O_NONBLOCK);
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -FB_EIO;
+	if ((size_t)n == size - 1)
+		return -FB_E2BIG;
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
+	buf[n] = '\0';
+	return (int)n;
 }
 
 static int real_state(void *ctx, const char *addr, char *driver, char *override)
@@ -915,6 +1103,7 @@ void vfio_ops_real(struct vfio_ops *ops, struct vfio_real *ctx)
 	ops->ctx = ctx;
 	ops->prefix = ctx->h->prefix;
 	ops->write = real_write;
+	ops->read = real_read;
 	ops->state = real_state;
 	ops->loaded = real_loaded;
 	ops->modprobe = real_modprobe;

@@ -2,7 +2,10 @@
  * separately testable steps:
  *
  *   vfio_snapshot  reads the device, its IOMMU group and device links from
- *                  <host>/sys (through hostfs) into a plain struct;
+ *                  <host>/sys (through hostfs) into a plain struct, with
+ *                  who holds the functions' device nodes (vfio_busy.c:
+ *                  <host>/proc/PID/fd) and, for --to vfio, each function's
+ *                  VFIO variant driver (vfio_alias.c: modules.alias);
  *   vfio_plan      a pure function: snapshot + request -> the list of sysfs
  *                  writes and waits (or a refusal, or "nothing to do");
  *   vfio_apply     runs a plan through a table of operations (the real one
@@ -30,6 +33,39 @@
 #define VFIO_ADDR_MAX 24    /* "ffffffff:ff:1f.7" and a NUL, with room */
 #define VFIO_DRV_MAX 64
 #define VFIO_DEFAULT "default" /* --to default: no override, the kernel's own choice */
+#define VFIO_AUTO "vfio"       /* --to vfio: per function, the best VFIO variant driver (vfio_alias) */
+#define VFIO_NODE_MAX 4        /* device nodes per function we look for holders of */
+#define VFIO_NODE_PATH 48
+#define VFIO_HOLDER_MAX 16     /* holders recorded (all are counted) */
+#define VFIO_SCAN_PIDS 65536   /* processes looked at, at most */
+#define VFIO_SCAN_FDS (1 << 20) /* open files looked at, all processes together, at most */
+#define VFIO_WHY_MAX 224
+
+/* A character device node of a function: its DRM nodes (<dev>/drm/cardN,
+ * renderDN: major:minor from their sysfs "dev"); on nvidia, /dev/nvidiaN
+ * (195:N, N the "Device Minor:" of /proc/driver/nvidia/gpus/<addr>/information);
+ * on a VFIO driver, /dev/vfio/<group> (/sys/class/vfio/<group>/dev) and its
+ * cdev /dev/vfio/devices/vfioN (<dev>/vfio-dev/vfioN/dev). */
+struct vfio_node {
+	char path[VFIO_NODE_PATH]; /* as the host names it: "/dev/dri/card0" */
+	unsigned maj, min;
+	int fake;                  /* <host>/dev holds a plain file there (a test tree): an fd
+				    * link naming exactly path is a holder too */
+};
+
+/* A process holding a node open (found in <host>/proc/PID/fd). */
+struct vfio_holder {
+	int pid;
+	int fn;                    /* index into the snapshot's functions */
+	char comm[17];             /* /proc/PID/comm, "?" when it went away */
+	char node[VFIO_NODE_PATH];
+};
+
+enum vfio_scan {
+	VFIO_SCAN_DONE,    /* every process was looked at (or there was nothing to look for) */
+	VFIO_SCAN_PARTIAL, /* some could not be (scan_why says which and why) */
+	VFIO_SCAN_NONE,    /* <host>/proc could not be read at all */
+};
 
 /* One PCI function as the snapshot saw it. */
 struct vfio_fn {
@@ -44,6 +80,13 @@ struct vfio_fn {
 	int is_device;            /* the function asked for */
 	int in_group;             /* a member of the device's IOMMU group */
 	int linked;               /* a device link joins it to the device (consumer:/supplier:pci:) */
+	struct vfio_node node[VFIO_NODE_MAX];
+	size_t nnodes;
+	int nv_lock;              /* <host>/proc/driver/nvidia/gpus/<addr>/unbindLock exists */
+	/* the VFIO driver this function takes when the target is VFIO_AUTO ("" otherwise) */
+	char want[VFIO_DRV_MAX];
+	int want_loaded;          /* <host>/sys/bus/pci/drivers/<want> exists */
+	char want_why[VFIO_WHY_MAX]; /* the alias line that chose it, or why vfio-pci */
 };
 
 struct vfio_snap {
@@ -54,6 +97,11 @@ struct vfio_snap {
 	size_t dev;                  /* index of the device in fn */
 	char target[VFIO_DRV_MAX];   /* the requested driver or VFIO_DEFAULT */
 	int target_loaded;           /* <host>/sys/bus/pci/drivers/<target> exists (1 for default) */
+	struct vfio_holder holder[VFIO_HOLDER_MAX]; /* who holds the functions' nodes */
+	size_t nholders;             /* recorded in holder */
+	size_t holders;              /* found (more than recorded when over VFIO_HOLDER_MAX) */
+	enum vfio_scan scan;
+	char scan_why[VFIO_WHY_MAX];  /* PARTIAL, NONE: what was not looked at */
 };
 
 /* Checks and normalises a PCI address: DDDD:BB:DD.F with a domain of 4 to
@@ -71,12 +119,31 @@ int vfio_valid_driver(const char *name);
 int vfio_is_vfio(const char *driver);
 
 /* Reads the device addr (already normalised) and what shares its IOMMU
- * group or is linked to it. Returns 0, -FB_ENOENT when the device does not
+ * group or is linked to it; each function's device nodes and who holds
+ * them (vfio_busy_scan_); with target VFIO_AUTO each function's VFIO
+ * variant (vfio_alias_best). Returns 0, -FB_ENOENT when the device does not
  * exist, -FB_E2BIG when the group has more than VFIO_FN_MAX functions, or
  * -FB_EIO / -FB_EINVAL (an unreadable or malformed driver link or
  * driver_override) with ei naming the file. */
 int vfio_snapshot(const struct hostfs *h, const char *addr, const char *target, struct vfio_snap *s,
 		  struct fb_errinfo *ei);
+
+/* The best VFIO variant driver for the device whose sysfs modalias is
+ * modalias ("pci:v000010DEd00002941sv...bc03sc02i00"), from the host's
+ * <host>/lib/modules/<release>/modules.alias (release from
+ * <host>/proc/sys/kernel/osrelease, else uname), read line by line: of
+ * the "alias vfio_pci:PATTERN MODULE" lines whose seven fields (v, d, sv,
+ * sd, bc, sc, i) each equal the device's or are "*", the one with the
+ * fewest "*" fields, the first of equals (libvirt's
+ * virPCIDeviceFindBestVFIOVariant rule). Writes the module name (or
+ * "vfio-pci") into drv (VFIO_DRV_MAX) and the reason into why
+ * (VFIO_WHY_MAX): the alias line, or why none. Lines longer than 511 bytes
+ * are skipped, a file over 64 MiB is read no further (said in why). */
+void vfio_alias_best(const struct hostfs *h, const char *modalias, char *drv, char *why);
+
+/* The same over an open modules.alias (tests, fuzzing); where names the
+ * file in why. */
+void vfio_alias_best_fd(int fd, const char *where, const char *modalias, char *drv, char *why);
 
 /* Serialises vfio-switch runs on one IOMMU group: an exclusive flock(2) on
  * the device's iommu_group directory (the device's own directory when it
@@ -98,6 +165,7 @@ enum vfio_step_kind {
 	VFIO_STEP_LOAD,  /* make sure the target driver is registered: modprobe value */
 	VFIO_STEP_WRITE, /* write value to path */
 	VFIO_STEP_WAIT,  /* poll until fn's driver is value: a name, "" (any driver) or VFIO_WAIT_HOST */
+	VFIO_STEP_ULOCK, /* take NVIDIA's unbindLock of fn (path, in procfs): write "1", read back "1" */
 };
 /* Wait for any driver that is not a VFIO one: --to default from vfio-pci
  * expects the host driver back (and, unbind being synchronous, the old
@@ -128,8 +196,8 @@ enum vfio_verdict {
 
 struct vfio_plan {
 	enum vfio_verdict verdict;
-	char why[768];               /* the refusal, naming the devices */
-	char warn[1024];             /* a warning to print with a GO plan, or "" */
+	char why[1536];              /* the refusal, naming the devices */
+	char warn[2048];             /* a warning to print with a GO plan, or "" */
 	char fn_target[VFIO_FN_MAX][VFIO_DRV_MAX]; /* target per function, VFIO_DEFAULT, or VFIO_LEAVE */
 	int fn_moves[VFIO_FN_MAX];   /* 1 when it has steps */
 	int force;                   /* the request's force, for apply */
@@ -138,7 +206,8 @@ struct vfio_plan {
 };
 
 /* Snapshot + request -> plan. Pure: reads nothing but its arguments. The
- * refusals (each lifted by req->force): the device is a bridge; moving to a
+ * refusals (each lifted by req->force): a moving function whose device
+ * nodes a process holds open (each named, pid and command); the device is a bridge; moving to a
  * VFIO driver a function that is the boot VGA device or has no IOMMU group;
  * moving a function with SR-IOV VFs enabled (unbinding its driver destroys
  * them); with --group auto, a group that holds bound devices that are
@@ -157,6 +226,8 @@ struct vfio_ops {
 	void *ctx;
 	const char *prefix; /* put in front of paths in messages; NULL: none */
 	int (*write)(void *ctx, const char *path, const char *value); /* one write(2) of the value */
+	/* reads the file at path into buf (NUL-terminated, one '\n' removed) */
+	int (*read)(void *ctx, const char *path, char *buf, size_t size);
 	/* the bound driver ("" when none) and driver_override ("" when unset) of addr */
 	int (*state)(void *ctx, const char *addr, char *driver, char *override);
 	int (*loaded)(void *ctx, const char *driver);  /* 1 registered, 0 not */
@@ -183,7 +254,12 @@ struct vfio_result {
 
 const char *vfio_fn_result_str(enum vfio_fn_result r);
 
-/* Runs plan p (verdict GO) made from s. Before a function's first step its
+/* Runs plan p (verdict GO) made from s. Before any sysfs write: LOAD steps
+ * (modprobe), then ULOCK steps: NVIDIA's unbindLock is taken by writing
+ * "1" (the driver acts on close: only when nothing has the GPU open) and
+ * reading back "1"; one not taken refuses the switch (exit 4, the locks
+ * already taken released with "0", nothing else written) unless p->force.
+ * A function rolled back to its driver gets its lock released. Before a function's first step its
  * live state must still be the snapshot's (else the step fails: someone
  * else moved it). Each wait polls ops->state every 10 ms for up to
  * timeout_ms. A pending termination signal (ops->cancelled) fails the next

@@ -244,7 +244,145 @@ else
 	echo "SKIP: $SUITE: modprobe in a chroot (needs root for chroot(2) and musl-gcc for a static stand-in)"
 fi
 
-# 9. --update-physicalgpu: status.currentState and an Event, with the node's own rights.
+# 9. Busy devices: a process holding the device's DRM or NVIDIA node refuses
+# the switch (exit 4, nothing written), naming it; the check runs on a planted
+# <prefix>/proc and /dev (plain files: a test tree cannot mknod, so a fd link
+# naming a planted node's path counts; the VM suite matches real nodes by
+# st_rdev).
+# holder PID COMM FD TARGET: a process with TARGET open as FD
+holder() {
+	mkdir -p "$T/proc/$1/fd"
+	printf '%s\n' "$2" >"$T/proc/$1/comm"
+	ln -s "$4" "$T/proc/$1/fd/$3"
+}
+# drm ADDR NAME MAJ:MIN: a DRM node of ADDR in sysfs, and its /dev entry
+drm() {
+	mkdir -p "$T/sys/bus/pci/devices/$1/drm/$2" "$T/dev/dri"
+	echo "$3" >"$T/sys/bus/pci/devices/$1/drm/$2/dev"
+	: >"$T/dev/dri/$2"
+}
+fresh
+drm $GPU card1 226:1
+drm $GPU renderD129 226:129
+drm 0000:04:00.0 card0 226:0
+holder 4242 Xorg 7 /dev/dri/card1
+holder 4242 Xorg 8 /dev/dri/card1
+holder 4243 bash 0 /dev/dri/card0
+holder 4244 sleep 3 socket:[77]
+before=$(tree)
+testing "a process holds the GPU's DRM node: refused, exit 4, naming its pid and command" \
+	"$VS --pci $GPU --to vfio-pci >out 2>$W/err.log; rc=\$?; j 'r[\"result\"], r[\"holders\"], r[\"busyCheck\"], \"in use: pid 4242 (Xorg) holds /dev/dri/card1 of $GPU\" in r[\"error\"]' <out; echo \$rc; grep -c 'refused: in use: pid 4242 (Xorg)' $W/err.log" \
+	"('refused', [{'pid': 4242, 'command': 'Xorg', 'node': '/dev/dri/card1', 'address': '$GPU'}], 'complete', True)\n4\n1\n"
+testing "the refusal wrote nothing" "tree; kernlog" "$before"
+testing "--dry-run shows the refusal (exit 4)" \
+	"$VS --pci $GPU --to vfio-pci --dry-run >out 2>/dev/null; rc=\$?; j 'r[\"result\"], len(r[\"holders\"])' <out; echo \$rc" \
+	"('refused', 1)\n4\n"
+testing "text output names the holder" "$VS --pci $GPU --to vfio-pci -o text 2>/dev/null | grep held" \
+	"  held: pid 4242 (Xorg) has /dev/dri/card1 of $GPU open\n"
+holder 4245 Xorg 3 /dev/dri/renderD129
+testing "two holders of two nodes: both named" \
+	"$VS --pci $GPU --to vfio-pci 2>/dev/null | j 'sorted((h[\"pid\"], h[\"node\"]) for h in r[\"holders\"])'" \
+	"[(4242, '/dev/dri/card1'), (4245, '/dev/dri/renderD129')]\n"
+rm -rf "$T/proc/4245"
+testing "--force: switched past the holder, with a warning" \
+	"$VS --pci $GPU --to vfio-pci --force >out 2>$W/err.log; rc=\$?; j 'r[\"result\"], \"forced past: in use: pid 4242 (Xorg)\" in r[\"warning\"]' <out; echo \$rc; state $GPU" \
+	"('switched', True)\n0\nvfio-pci/vfio-pci\n"
+fresh
+drm $GPU card1 226:1
+holder 4242 Xorg 7 /dev/dri/card1
+testing "held, staying on its own driver: already there, no refusal" \
+	"$VS --pci $GPU --to nvidia 2>/dev/null | j 'r[\"result\"]'" "unchanged\n"
+rm -rf "$T/proc/4242"
+holder 4242 Xorg 7 /dev/dri/card0
+testing "the holder gone (another card's node is no matter): switched" \
+	"$VS --pci $GPU --to vfio-pci 2>/dev/null | j 'r[\"result\"], r[\"holders\"]'; state $GPU $HDA" \
+	"('switched', [])\nvfio-pci/vfio-pci vfio-pci/vfio-pci\n"
+fresh
+drm $GPU card1 226:1
+rm -rf "$T/proc"
+testing "no <prefix>proc: the busy check not done, said, not refused" \
+	"$VS --pci $GPU --to vfio-pci --dry-run 2>/dev/null | j 'r[\"result\"], r[\"busyCheck\"][:9], \"busy check not done\" in r[\"warning\"]'" \
+	"('dry-run', 'not done:', True)\n"
+
+# A VM (QEMU) holding the group of a pair on vfio-pci: going back is refused.
+fresh
+mkdir -p "$T/sys/class/vfio/6" "$T/dev/vfio"
+echo 511:6 >"$T/sys/class/vfio/6/dev"
+: >"$T/dev/vfio/6"
+holder 900 qemu-system-x86 30 /dev/vfio/6
+testing "a VM holds the group's /dev/vfio/6: back to the host refused, exit 4, both functions' holder named" \
+	"$VS --pci 0000:06:00.0 --to default >out 2>/dev/null; rc=\$?; j 'r[\"result\"], [(h[\"pid\"], h[\"node\"], h[\"address\"]) for h in r[\"holders\"]]' <out; echo \$rc; state 0000:06:00.0 0000:06:00.1" \
+	"('refused', [(900, '/dev/vfio/6', '0000:06:00.0'), (900, '/dev/vfio/6', '0000:06:00.1')])\n4\nvfio-pci/vfio-pci vfio-pci/vfio-pci\n"
+
+# NVIDIA: /dev/nvidiaN from procfs's Device Minor, and the unbindLock.
+nvidia() {
+	mkdir -p "$T/proc/driver/nvidia/gpus/$GPU" "$T/dev"
+	printf 'Model: \t\t NVIDIA GeForce RTX 3090\nIRQ:   \t\t 130\nDevice Minor: \t 2\nBus Type: \t PCIe\n' \
+		>"$T/proc/driver/nvidia/gpus/$GPU/information"
+	echo 0 >"$T/proc/driver/nvidia/gpus/$GPU/unbindLock"
+	: >"$T/dev/nvidia2"
+}
+fresh
+nvidia
+holder 777 nvidia-smi 4 /dev/nvidia2
+testing "NVIDIA: a process holding /dev/nvidia2 (Device Minor: 2): refused, named, the lock not tried" \
+	"$VS --pci $GPU --to vfio-pci >out 2>/dev/null; rc=\$?; j 'r[\"holders\"]' <out; echo \$rc; cat $T/proc/driver/nvidia/gpus/$GPU/unbindLock" \
+	"[{'pid': 777, 'command': 'nvidia-smi', 'node': '/dev/nvidia2', 'address': '$GPU'}]\n4\n0\n"
+rm -rf "$T/proc/777"
+testing "NVIDIA free: the plan takes the unbindLock first" \
+	"$VS --pci $GPU --to vfio-pci --dry-run 2>/dev/null | j 'r[\"plan\"][0]'" \
+	"take the NVIDIA unbind lock of $GPU: write 1 to $T/proc/driver/nvidia/gpus/$GPU/unbindLock, read back 1\n"
+testing "NVIDIA free: the lock taken (1), then switched" \
+	"$VS --pci $GPU --to vfio-pci 2>$W/err.log | j 'r[\"result\"]'; echo \$(cat $T/proc/driver/nvidia/gpus/$GPU/unbindLock); grep -c 'NVIDIA unbind lock is taken' $W/err.log" \
+	"switched\n1\n1\n"
+fresh --refuse $HDA=vfio-pci
+nvidia
+testing "NVIDIA: the lock taken, then a failure: rolled back, the lock released (0)" \
+	"$VS --pci $GPU --to vfio-pci --timeout 400ms 2>/dev/null | j 'r[\"result\"]'; echo \$(cat $T/proc/driver/nvidia/gpus/$GPU/unbindLock); state $GPU" \
+	"rolled-back\n0\nnvidia/-\n"
+fresh
+nvidia
+rm "$T/proc/driver/nvidia/gpus/$GPU/unbindLock"
+mkdir "$T/proc/driver/nvidia/gpus/$GPU/unbindLock" # cannot be written: never granted
+before=$(tree)
+testing "NVIDIA: the unbindLock not granted: refused, exit 4, no sysfs write" \
+	"$VS --pci $GPU --to vfio-pci >out 2>/dev/null; rc=\$?; j 'r[\"result\"], \"the NVIDIA unbind lock was not taken\" in r[\"error\"]' <out; echo \$rc; tree; kernlog" \
+	"('refused', True)\n4\n$before\n"
+
+# 10. --to vfio: each function's VFIO variant from the host's modules.alias.
+aliases() {
+	mkdir -p "$T/proc/sys/kernel" "$T/lib/modules/6.1.0-fbtest"
+	echo 6.1.0-fbtest >"$T/proc/sys/kernel/osrelease"
+	cp "$FB_TOP/tests/fixtures/vfio-alias/modules.alias" "$T/lib/modules/6.1.0-fbtest/"
+	# the fixture GPU (10de:2204) gets a variant of its own
+	echo "alias vfio_pci:v000010DEd00002204sv*sd*bc03sc*i* fbtest_gpu_vfio_pci" >>"$T/lib/modules/6.1.0-fbtest/modules.alias"
+}
+fresh
+aliases
+testing "--to vfio --dry-run: the GPU to its variant (modprobe'd first), the HDA to vfio-pci, each saying why" \
+	"$VS --pci $GPU --to vfio --dry-run 2>/dev/null | j 'r[\"to\"], r[\"driver\"], r[\"driverChoice\"], [(f[\"to\"], f[\"driverChoice\"][:40]) for f in r[\"functions\"]], r[\"plan\"][0], r[\"plan\"][1]'" \
+	"('vfio', 'fbtest_gpu_vfio_pci', 'alias vfio_pci:v000010DEd00002204sv*sd*bc03sc*i* fbtest_gpu_vfio_pci (4 wildcard fields)', [('fbtest_gpu_vfio_pci', 'alias vfio_pci:v000010DEd00002204sv*sd*b'), ('vfio-pci', 'no variant matched (15 vfio_pci aliases ')], 'modprobe fbtest_gpu_vfio_pci', 'write $T/sys/bus/pci/devices/$GPU/driver_override: fbtest_gpu_vfio_pci')\n"
+testing "--to vfio, text: the choice and its alias line" "$VS --pci $GPU --to vfio --dry-run -o text 2>/dev/null | grep 'driver for'" \
+	"  driver for $GPU: fbtest_gpu_vfio_pci: alias vfio_pci:v000010DEd00002204sv*sd*bc03sc*i* fbtest_gpu_vfio_pci (4 wildcard fields)\n  driver for $HDA: vfio-pci: no variant matched (15 vfio_pci aliases in $T/lib/modules/6.1.0-fbtest/modules.alias, some lines unreadable); vfio-pci\n"
+cat >"$W/bin/modprobe" <<EOF
+#!/bin/sh
+[ "\$1" = -q ] && shift
+[ "\$1" = -- ] && shift
+echo "\$1" >>"$W/modprobe.log"
+[ "\$1" = fbtest_gpu_vfio_pci ] || exit 1
+mkdir -p "$T/sys/bus/pci/drivers/\$1" && : >"$T/sys/bus/pci/drivers/\$1/unbind" && : >"$T/sys/bus/pci/drivers/\$1/bind"
+EOF
+rm -f "$W/modprobe.log"
+testing "--to vfio: the variant loaded and bound, the HDA on vfio-pci" \
+	"PATH=$W/bin:\$PATH $VS --pci $GPU --to vfio 2>/dev/null | j 'r[\"result\"]'; cat $W/modprobe.log; state $GPU $HDA" \
+	"switched\nfbtest_gpu_vfio_pci\nfbtest_gpu_vfio_pci/fbtest_gpu_vfio_pci vfio-pci/vfio-pci\n"
+testing "--to vfio again: unchanged" "$VS --pci $GPU --to vfio 2>/dev/null | j 'r[\"result\"]'" "unchanged\n"
+fresh
+testing "--to vfio with no modules.alias: vfio-pci, saying so" \
+	"$VS --pci $GPU --to vfio --dry-run 2>/dev/null | j 'r[\"driver\"], r[\"driverChoice\"][:18], r[\"driverChoice\"][-10:]'" \
+	"('vfio-pci', 'no modules.alias (', '; vfio-pci')\n"
+
+# 11. --update-physicalgpu: status.currentState and an Event, with the node's own rights.
 k8s_start "$W/k8s" || { fail "test API server starts"; exit 1; }
 P=/apis/gpu.deckhouse.io/v1alpha1/physicalgpus
 printf '{"apiVersion":"gpu.deckhouse.io/v1alpha1","kind":"PhysicalGPU","metadata":{"name":"node1-0000-01-00-0","labels":{"gpu.deckhouse.io/node":"node1"}},"spec":{}}' |

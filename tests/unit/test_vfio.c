@@ -3,6 +3,7 @@
  * kernel's driver-binding files with a failure injected at every step. */
 #include "t.h"
 
+#include "../../core/sysfs.h"
 #include "../../core/vfio.h"
 
 /* ---- building snapshots ------------------------------------------------- */
@@ -362,12 +363,415 @@ static void test_snapshot(void)
 	     rc == -FB_ENOENT && s.n == 0 && strstr(ei.what, "0000:99:00.0"), "rc %d what %s", rc, ei.what);
 }
 
+
+/* ---- --to vfio: the variant from modules.alias -------------------------- */
+
+static void alias_case(const char *file, const char *name, const char *modalias, const char *want_drv,
+		       const char *want_why)
+{
+	char drv[VFIO_DRV_MAX], why[VFIO_WHY_MAX], n[256];
+	int fd = open(file, O_RDONLY);
+
+	vfio_alias_best_fd(fd, "modules.alias", modalias, drv, why);
+	close(fd);
+	snprintf(n, sizeof(n), "variant: %s", name);
+	T_OK(n, !strcmp(drv, want_drv) && strstr(why, want_why), "\"%s\": %s", drv, why);
+}
+
+static void test_alias(void)
+{
+	static const struct {
+		const char *name, *modalias, *drv, *why;
+	} c[] = {
+		{ "GB200 of an OEM: the alias naming its subsystem (3 wildcards) beats nvgrace's (5), listed first",
+		  "pci:v000010DEd00002941sv000010DEsd00002199bc03sc02i00", "fb_gb200_oem_vfio_pci",
+		  "alias vfio_pci:v000010DEd00002941sv000010DEsd00002199bc*sc*i* fb_gb200_oem_vfio_pci (3 wildcard fields)" },
+		{ "GB200, another subsystem: nvgrace_gpu_vfio_pci", "pci:v000010DEd00002941sv000010DEsd00001111bc03sc02i00",
+		  "nvgrace_gpu_vfio_pci", "alias vfio_pci:v000010DEd00002941sv*sd*bc*sc*i* nvgrace_gpu_vfio_pci (5 wildcard" },
+		{ "GH100: nvgrace_gpu_vfio_pci", "pci:v000010DEd00002342sv000010DEsd000016EBbc03sc02i00",
+		  "nvgrace_gpu_vfio_pci", "d00002342" },
+		{ "ConnectX VF: mlx5_vfio_pci (5 wildcards) beats the class-only alias (6) listed before it",
+		  "pci:v000015B3d0000101Esv000015B3sd00000026bc02sc00i00", "mlx5_vfio_pci", "d0000101E" },
+		{ "hex case differs between alias and modalias: still a match",
+		  "pci:v000015B3d00001021sv000015B3sd00000001bc02sc00i00", "mlx5_vfio_pci", "d00001021" },
+		{ "equally specific aliases: the first in the file",
+		  "pci:v00001AF4d00001041sv00001AF4sd00001100bc02sc00i00", "virtio_vfio_pci", "virtio_vfio_pci (5" },
+		{ "two 6-wildcard aliases: the first in the file",
+		  "pci:v00008086d00001592sv00008086sd00000002bc02sc00i00", "fb_any_ethernet_vfio_pci", "(6 wildcard" },
+		{ "no module name, a name that is no driver name, a partial wildcard: no match, vfio-pci",
+		  "pci:v0000ABCDd00001234sv00000000sd00000000bc12sc00i00", "vfio-pci", "no variant matched" },
+		{ "a line past 511 bytes is skipped, the next one read",
+		  "pci:v0000ABCDd00005678sv00000000sd00000000bc12sc00i00", "fb_after_long_line", "fb_after_long_line" },
+		{ "the GPU's HDA function: no variant, vfio-pci", "pci:v000010DEd00001AEFsv000010DEsd0000147Dbc04sc03i00",
+		  "vfio-pci", "no variant matched (14 vfio_pci aliases in modules.alias, some lines unreadable); vfio-pci" },
+		{ "not a PCI modalias", "platform:tegra-host1x", "vfio-pci", "is not a PCI one" },
+		{ "a malformed PCI modalias", "pci:v000010DEd2941", "vfio-pci", "is not a PCI one" },
+	};
+	char file[600], big[] = "/tmp/fb-vfio-alias-XXXXXX", drv[VFIO_DRV_MAX], why[VFIO_WHY_MAX];
+	const char *top = getenv("FB_TOP");
+	int fd, pfd[2];
+	FILE *f;
+
+	snprintf(file, sizeof(file), "%s/tests/fixtures/vfio-alias/modules.alias", top ? top : ".");
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		alias_case(file, c[i].name, c[i].modalias, c[i].drv, c[i].why);
+
+	/* streamed: 3 MB of other aliases (read buffers end mid-line), the match
+	 * last, with no newline after it */
+	if ((fd = mkstemp(big)) < 0 || !(f = fdopen(fd, "w"))) {
+		perror(big);
+		exit(2);
+	}
+	for (int i = 0; i < 60000; i++)
+		fprintf(f, "alias pci:v%08Xd*sv*sd*bc*sc*i* fb_mod_%d\n", i, i);
+	fprintf(f, "alias vfio_pci:v0000BEEFd0000CAFEsv*sd*bc*sc*i* fb_last_line_vfio_pci");
+	fclose(f);
+	alias_case(big, "3 MB streamed, the match on the last line without a newline",
+		   "pci:v0000BEEFd0000CAFEsv00000000sd00000000bc12sc00i00", "fb_last_line_vfio_pci", "(5 wildcard");
+	unlink(big);
+
+	if (pipe(pfd) < 0)
+		exit(2);
+	vfio_alias_best_fd(pfd[0], "a pipe", "pci:v0000BEEFd0000CAFEsv00000000sd00000000bc12sc00i00", drv, why);
+	T_OK("variant: a pipe is not read", !strcmp(drv, "vfio-pci") && strstr(why, "not a regular file"), "%s: %s", drv,
+	     why);
+	close(pfd[0]);
+	close(pfd[1]);
+}
+
+/* ---- who holds the device nodes ---------------------------------------- */
+
+/* A host tree in dir: a bochs display (00:02.0: card0, renderD128, a
+ * connector), an NVIDIA GPU (01:00.0, Device Minor 3, an unbindLock), a
+ * card whose node is 1:3 (03:00.0: the host's /dev/null, not planted), and
+ * processes holding them. */
+static void busy_tree(const char *dir)
+{
+	static const struct {
+		const char *addr, *drv, *cls, *ma;
+	} devs[] = {
+		{ "0000:00:02.0", "bochs-drm", "0x038000", "pci:v00001234d00001111sv00001AF4sd00001100bc03sc80i00" },
+		{ "0000:01:00.0", "nvidia", "0x030200", "pci:v000010DEd00002941sv000010DEsd00001111bc03sc02i00" },
+		{ "0000:01:00.1", "snd_hda_intel", "0x040300", "pci:v000010DEd00001AEFsv000010DEsd0000147Dbc04sc03i00" },
+		{ "0000:03:00.0", "fbtest-drm", "0x030000", "pci:v0000ABCDd00005678sv00000000sd00000000bc03sc00i00" },
+		{ "0000:05:00.0", "vfio-pci", "0x030200", "pci:v000010DEd000020B5sv000010DEsd00001533bc03sc02i00" },
+	};
+	static const struct {
+		const char *pid, *comm, *fd, *target; /* fd NULL: no fd directory (it exited) */
+	} procs[] = {
+		{ "100", "Xorg", "3", "/dev/dri/card0" },
+		{ "100", "Xorg", "4", "/dev/dri/card0" }, /* the same node twice: one holder */
+		{ "101", "sleep", "0", "/dev/dri/renderD128" },
+		{ "102", "bash", "0", "pipe:[55]" },
+		{ "102", "bash", "1", "socket:[123]" },
+		{ "102", "bash", "2", "/dev/dri/card1" }, /* another card's node */
+		{ "103", "nvidia-smi", "4", "/dev/nvidia3" },
+		{ "105", "gone", NULL, NULL },
+		{ "106", "fb\x1b[31mred\"", "9", "/dev/null" }, /* the host's 1:3 */
+		{ "108", "qemu-system-x86", "20", "/dev/vfio/8" },
+		{ "108", "qemu-system-x86", "21", "/dev/vfio/devices/vfio0" },
+	};
+	char p[1024], t[256];
+
+	for (size_t i = 0; i < sizeof(devs) / sizeof(devs[0]); i++) {
+		const char *a = devs[i].addr;
+		int g = i == 0 ? 5 : i == 3 ? 7 : i == 4 ? 8 : 6;
+
+#define P(fmt, ...) snprintf(p, sizeof(p), "%s/" fmt, dir, __VA_ARGS__)
+		P("sys/devices/pci0000:00/%s/class", a);
+		t_put(p, devs[i].cls, 0644);
+		P("sys/devices/pci0000:00/%s/vendor", a);
+		t_put(p, "0x1234", 0644);
+		P("sys/devices/pci0000:00/%s/device", a);
+		t_put(p, "0x1111", 0644);
+		P("sys/devices/pci0000:00/%s/driver_override", a);
+		t_put(p, "(null)\n", 0644);
+		P("sys/devices/pci0000:00/%s/modalias", a);
+		t_put(p, devs[i].ma, 0644);
+		P("sys/devices/pci0000:00/%s/iommu_group", a);
+		snprintf(t, sizeof(t), "../../../kernel/iommu_groups/%d", g);
+		symlink(t, p);
+		P("sys/devices/pci0000:00/%s/driver", a);
+		snprintf(t, sizeof(t), "../../../bus/pci/drivers/%s", devs[i].drv);
+		symlink(t, p);
+		P("sys/bus/pci/drivers/%s", devs[i].drv);
+		t_put(p, NULL, 0755);
+		P("sys/bus/pci/devices/%s", a);
+		snprintf(t, sizeof(t), "../../../devices/pci0000:00/%s", a);
+		t_put(p, NULL, 0755);
+		rmdir(p);
+		symlink(t, p);
+		P("sys/kernel/iommu_groups/%d/devices/%s", g, a);
+		snprintf(t, sizeof(t), "../../../../devices/pci0000:00/%s", a);
+		t_put(p, NULL, 0755);
+		rmdir(p);
+		symlink(t, p);
+	}
+	P("sys/bus/pci/drivers/%s", "vfio-pci");
+	t_put(p, NULL, 0755);
+	P("sys/devices/pci0000:00/%s/drm/card0/dev", "0000:00:02.0");
+	t_put(p, "226:0\n", 0644);
+	P("sys/devices/pci0000:00/%s/drm/card0/card0-Virtual-1/status", "0000:00:02.0");
+	t_put(p, "connected\n", 0644);
+	P("sys/devices/pci0000:00/%s/drm/renderD128/dev", "0000:00:02.0");
+	t_put(p, "226:128\n", 0644);
+	P("sys/devices/pci0000:00/%s/drm/card9/dev", "0000:03:00.0");
+	t_put(p, "1:3\n", 0644);
+	P("sys/devices/virtual/vfio/%s/dev", "8");
+	t_put(p, "511:0\n", 0644);
+	P("sys/class/vfio/%s", "8");
+	t_put(p, NULL, 0755);
+	rmdir(p);
+	symlink("../../devices/virtual/vfio/8", p);
+	P("sys/devices/pci0000:00/%s/vfio-dev/vfio0/dev", "0000:05:00.0");
+	t_put(p, "510:0\n", 0644);
+	P("proc/driver/nvidia/gpus/%s/information", "0000:01:00.0");
+	t_put(p, "Model: \t\t NVIDIA GB200\nIRQ:   \t\t 42\nGPU UUID: \t GPU-1\nDevice Minor: \t 3\nBus Type: \t PCIe\n", 0644);
+	P("proc/driver/nvidia/gpus/%s/unbindLock", "0000:01:00.0");
+	t_put(p, "0\n", 0644);
+	for (const char *const *n = (const char *const[]){ "dev/dri/card0", "dev/dri/renderD128", "dev/dri/card1",
+							    "dev/nvidia3", "dev/vfio/8", "dev/vfio/devices/vfio0", NULL };
+	     *n; n++) {
+		P("%s", *n);
+		t_put(p, "", 0644); /* a plain file: a test tree cannot mknod */
+	}
+	for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++) {
+		P("proc/%s/comm", procs[i].pid);
+		t_put(p, procs[i].comm, 0644);
+		if (!procs[i].fd)
+			continue;
+		P("proc/%s/fd/%s", procs[i].pid, procs[i].fd);
+		t_put(p, NULL, 0755);
+		rmdir(p);
+		symlink(procs[i].target, p);
+	}
+#undef P
+}
+
+static const struct vfio_holder *holder_of(const struct vfio_snap *s, int pid)
+{
+	for (size_t i = 0; i < s->nholders; i++)
+		if (s->holder[i].pid == pid)
+			return &s->holder[i];
+	return NULL;
+}
+
+struct busy_run {
+	const char *prefix;
+	int scan;
+	size_t holders;
+};
+
+static int busy_unpriv(void *arg)
+{
+	struct busy_run *b = arg;
+	struct hostfs h;
+	struct vfio_snap s;
+	struct fb_errinfo ei;
+
+	hostfs_init(&h);
+	hostfs_setup(&h, b->prefix);
+	fb_errinfo_init(&ei);
+	if (vfio_snapshot(&h, "0000:00:02.0", "vfio-pci", &s, &ei) < 0)
+		return 9;
+	return (int)s.scan * 10 + (int)s.holders;
+}
+
+static void test_busy(void)
+{
+	char dir[] = "/tmp/fb-vfio-busy-XXXXXX", prefix[64], p[128];
+	struct hostfs h;
+	struct vfio_snap s;
+	struct vfio_plan pl;
+	struct vfio_req req = { .group = VFIO_GROUP_AUTO };
+	struct fb_errinfo ei;
+	const struct vfio_holder *hd = NULL;
+	int rc;
+
+	if (!mkdtemp(dir))
+		exit(2);
+	chmod(dir, 0755);
+	busy_tree(dir);
+	snprintf(prefix, sizeof(prefix), "%s/", dir);
+	hostfs_init(&h);
+	hostfs_setup(&h, prefix);
+	fb_errinfo_init(&ei);
+
+	rc = vfio_snapshot(&h, "0000:00:02.0", "vfio-pci", &s, &ei);
+	T_INT("busy: snapshot of the display", rc, 0);
+	T_OK("busy: its nodes card0 and renderD128 from drm/, the connector is none",
+	     s.fn[0].nnodes == 2 && !strcmp(s.fn[0].node[0].path, "/dev/dri/card0") && s.fn[0].node[0].maj == 226 &&
+		     s.fn[0].node[0].min == 0 && s.fn[0].node[0].fake && !strcmp(s.fn[0].node[1].path, "/dev/dri/renderD128") &&
+		     s.fn[0].node[1].min == 128,
+	     "%zu nodes: %s %u:%u", s.fn[0].nnodes, s.fn[0].node[0].path, s.fn[0].node[0].maj, s.fn[0].node[0].min);
+	T_OK("busy: Xorg (twice on card0: once) and sleep hold it; bash's other card, pipe, socket do not; a vanished pid is skipped",
+	     s.scan == VFIO_SCAN_DONE && s.holders == 2 && s.nholders == 2 && (hd = holder_of(&s, 100)) &&
+		     !strcmp(hd->comm, "Xorg") && !strcmp(hd->node, "/dev/dri/card0") && (hd = holder_of(&s, 101)) &&
+		     !strcmp(hd->comm, "sleep") && !strcmp(hd->node, "/dev/dri/renderD128") && !holder_of(&s, 102),
+	     "scan %d, %zu holders: %s", s.scan, s.holders, s.scan_why);
+	vfio_plan(&s, &req, &pl);
+	T_OK("busy: the plan refuses, naming both holders",
+	     pl.verdict == VFIO_PLAN_REFUSED && pl.n == 0 &&
+		     strstr(pl.why, "in use: pid 100 (Xorg) holds /dev/dri/card0 of 0000:00:02.0") &&
+		     strstr(pl.why, "pid 101 (sleep) holds /dev/dri/renderD128 of 0000:00:02.0") &&
+		     strstr(pl.why, "(--force overrides)"),
+	     "verdict %d: %s", pl.verdict, pl.why);
+	req.force = 1;
+	vfio_plan(&s, &req, &pl);
+	T_OK("busy: --force: the plan goes, with a warning naming them",
+	     pl.verdict == VFIO_PLAN_GO && strstr(pl.warn, "forced past: in use: pid 100 (Xorg)"), "%d: %s",
+	     pl.verdict, pl.warn);
+	req.force = 0;
+
+	rc = vfio_snapshot(&h, "0000:00:02.0", "bochs-drm", &s, &ei);
+	vfio_plan(&s, &req, &pl);
+	T_OK("busy: held, but staying on its driver: nothing to do, no refusal",
+	     rc == 0 && s.holders == 2 && pl.verdict == VFIO_PLAN_NOTHING, "rc %d verdict %d", rc, pl.verdict);
+	snprintf(p, sizeof(p), "%s/sys/devices/pci0000:00/0000:00:02.0/driver_override", dir);
+	t_put(p, "vfio-pci\n", 0644);
+	rc = vfio_snapshot(&h, "0000:00:02.0", "bochs-drm", &s, &ei);
+	vfio_plan(&s, &req, &pl);
+	T_OK("busy: held, only a stale override rewritten (no unbind): goes",
+	     rc == 0 && pl.verdict == VFIO_PLAN_GO && pl.n == 1 && !pl.why[0], "rc %d verdict %d n %zu", rc, pl.verdict,
+	     pl.n);
+	t_put(p, "(null)\n", 0644);
+
+	rc = vfio_snapshot(&h, "0000:03:00.0", "vfio-pci", &s, &ei);
+	T_OK("busy: matched by st_rdev, not by name: a node 1:3 held as /dev/null (the host's char device)",
+	     rc == 0 && s.holders == 1 && (hd = holder_of(&s, 106)) && !strcmp(hd->node, "/dev/dri/card9") &&
+		     !s.fn[0].node[0].fake,
+	     "rc %d, %zu holders", rc, s.holders);
+	T_OK("busy: a command name with control characters and quotes is made printable",
+	     hd && !strcmp(hd->comm, "fb?[31mred?"), "\"%s\"", hd ? hd->comm : "");
+
+	rc = vfio_snapshot(&h, "0000:05:00.0", "nvidia", &s, &ei);
+	vfio_plan(&s, &req, &pl);
+	T_OK("busy: on vfio-pci, its group's /dev/vfio/8 and its cdev held by QEMU: back to the host refused",
+	     rc == 0 && s.fn[0].nnodes == 2 && !strcmp(s.fn[0].node[0].path, "/dev/vfio/8") &&
+		     !strcmp(s.fn[0].node[1].path, "/dev/vfio/devices/vfio0") && s.holders == 2 &&
+		     pl.verdict == VFIO_PLAN_REFUSED &&
+		     strstr(pl.why, "pid 108 (qemu-system-x86) holds /dev/vfio/8 of 0000:05:00.0") &&
+		     strstr(pl.why, "pid 108 (qemu-system-x86) holds /dev/vfio/devices/vfio0 of 0000:05:00.0"),
+	     "rc %d nodes %zu holders %zu: %s", rc, s.fn[0].nnodes, s.holders, pl.why);
+
+	rc = vfio_snapshot(&h, "0000:01:00.0", "vfio-pci", &s, &ei);
+	T_OK("busy: NVIDIA: /dev/nvidia3 (Device Minor: 3, 195:3) held by nvidia-smi; its unbindLock seen",
+	     rc == 0 && s.n == 2 && s.fn[0].nnodes == 1 && s.fn[0].node[0].maj == 195 && s.fn[0].node[0].min == 3 &&
+		     s.fn[0].nv_lock && s.holders == 1 && (hd = holder_of(&s, 103)) && !strcmp(hd->node, "/dev/nvidia3"),
+	     "rc %d n %zu nodes %zu holders %zu", rc, s.n, s.fn[0].nnodes, s.holders);
+	vfio_plan(&s, &req, &pl);
+	T_OK("busy: NVIDIA held: refused naming nvidia-smi",
+	     pl.verdict == VFIO_PLAN_REFUSED && strstr(pl.why, "pid 103 (nvidia-smi) holds /dev/nvidia3 of 0000:01:00.0"),
+	     "%s", pl.why);
+	snprintf(p, sizeof(p), "%s/proc/103/fd/4", dir);
+	unlink(p);
+	rc = vfio_snapshot(&h, "0000:01:00.0", "vfio-pci", &s, &ei);
+	vfio_plan(&s, &req, &pl);
+	{
+		char line[512], want[512];
+
+		vfio_step_str(&s, &pl.step[0], "/", line, sizeof(line));
+		snprintf(want, sizeof(want),
+			 "take the NVIDIA unbind lock of 0000:01:00.0: write 1 to /proc/driver/nvidia/gpus/0000:01:00.0/unbindLock, read back 1");
+		T_OK("busy: NVIDIA free: the plan takes its unbindLock first, before any sysfs write (only for the GPU)",
+		     rc == 0 && pl.verdict == VFIO_PLAN_GO && pl.step[0].kind == VFIO_STEP_ULOCK && !strcmp(line, want) &&
+			     pl.step[1].kind == VFIO_STEP_WRITE,
+		     "rc %d verdict %d: %s", rc, pl.verdict, line);
+		for (size_t k = 1; k < pl.n; k++)
+			if (pl.step[k].kind == VFIO_STEP_ULOCK)
+				T_OK("busy: one unbindLock step", 0, "step %zu", k);
+	}
+
+	/* --to vfio: each function its own variant */
+	snprintf(p, sizeof(p), "%s/proc/sys/kernel/osrelease", dir);
+	t_put(p, "6.1.0-fbtest\n", 0644);
+	{
+		char src[600], dst[700], *text = NULL;
+		const char *top = getenv("FB_TOP");
+
+		snprintf(src, sizeof(src), "%s/tests/fixtures/vfio-alias/modules.alias", top ? top : ".");
+		snprintf(dst, sizeof(dst), "%s/lib/modules/6.1.0-fbtest/modules.alias", dir);
+		if (sysfs_read_alloc(AT_FDCWD, src, 1 << 20, &text) < 0)
+			exit(2);
+		t_put(dst, text, 0644);
+		free(text);
+	}
+	rc = vfio_snapshot(&h, "0000:01:00.0", VFIO_AUTO, &s, &ei);
+	vfio_plan(&s, &req, &pl);
+	{
+		char txt[4096];
+
+		plan_text(&s, &pl, txt, sizeof(txt));
+		T_OK("--to vfio: the GPU to nvgrace_gpu_vfio_pci (modprobe'd), its HDA to vfio-pci",
+		     rc == 0 && !strcmp(s.fn[0].want, "nvgrace_gpu_vfio_pci") && !s.fn[0].want_loaded &&
+			     strstr(s.fn[0].want_why, "alias vfio_pci:v000010DEd00002941sv*sd*bc*sc*i* nvgrace_gpu_vfio_pci") &&
+			     !strcmp(s.fn[1].want, "vfio-pci") && s.fn[1].want_loaded &&
+			     strstr(s.fn[1].want_why, "no variant matched") && pl.verdict == VFIO_PLAN_GO &&
+			     strstr(txt, "modprobe nvgrace_gpu_vfio_pci\n") && !strstr(txt, "modprobe vfio-pci") &&
+			     strstr(txt, "0000:01:00.0/driver_override: nvgrace_gpu_vfio_pci\n") &&
+			     strstr(txt, "0000:01:00.1/driver_override: vfio-pci\n"),
+		     "rc %d %s (%s) / %s (%s)\n%s", rc, s.fn[0].want, s.fn[0].want_why, s.fn[1].want, s.fn[1].want_why, txt);
+	}
+	snprintf(p, sizeof(p), "%s/sys/bus/pci/drivers/nvgrace-gpu-vfio-pci", dir);
+	t_put(p, NULL, 0755);
+	rc = vfio_snapshot(&h, "0000:01:00.0", VFIO_AUTO, &s, &ei);
+	T_OK("--to vfio: a registered driver spelt with dashes is the module's", rc == 0 &&
+	     !strcmp(s.fn[0].want, "nvgrace-gpu-vfio-pci") && s.fn[0].want_loaded, "%s %d", s.fn[0].want,
+	     s.fn[0].want_loaded);
+	snprintf(p, sizeof(p), "%s/proc/sys/kernel/osrelease", dir);
+	t_put(p, "6.2.0-other\n", 0644);
+	rc = vfio_snapshot(&h, "0000:01:00.0", VFIO_AUTO, &s, &ei);
+	T_OK("--to vfio: no modules.alias for the running kernel: vfio-pci, saying where it looked",
+	     rc == 0 && !strcmp(s.fn[0].want, "vfio-pci") &&
+		     strstr(s.fn[0].want_why, "no modules.alias (") && strstr(s.fn[0].want_why, "lib/modules/6.2.0-other/modules.alias"),
+	     "%s: %s", s.fn[0].want, s.fn[0].want_why);
+
+	/* a process whose open files we may not read: a partial scan, a warning */
+	snprintf(p, sizeof(p), "%s/proc/107/fd/1", dir);
+	t_put(p, NULL, 0755);
+	rmdir(p);
+	symlink("/dev/dri/card0", p);
+	snprintf(p, sizeof(p), "%s/proc/107/fd", dir);
+	chmod(p, 0);
+	{
+		struct busy_run b = { .prefix = prefix };
+		int r = t_unprivileged(busy_unpriv, &b);
+
+		T_INT("busy: one process unreadable (EACCES): partial, the holders found still found", r,
+		      (geteuid() == 0 || access(p, R_OK) != 0) ? VFIO_SCAN_PARTIAL * 10 + 2 : VFIO_SCAN_DONE * 10 + 3);
+	}
+	chmod(p, 0755);
+	rc = vfio_snapshot(&h, "0000:00:02.0", "vfio-pci", &s, &ei);
+	s.scan = VFIO_SCAN_PARTIAL;
+	snprintf(s.scan_why, sizeof(s.scan_why), "1 process we may not read");
+	s.nholders = s.holders = 0;
+	vfio_plan(&s, &req, &pl);
+	T_OK("busy: a partial scan is a warning, not a refusal",
+	     pl.verdict == VFIO_PLAN_GO && strstr(pl.warn, "busy check partial: 1 process we may not read"), "%d %s",
+	     pl.verdict, pl.warn);
+
+	/* no proc under the prefix at all */
+	snprintf(p, sizeof(p), "rm -rf %s/proc", dir);
+	if (system(p) != 0)
+		exit(2);
+	rc = vfio_snapshot(&h, "0000:00:02.0", "vfio-pci", &s, &ei);
+	vfio_plan(&s, &req, &pl);
+	T_OK("busy: no <host>/proc: the check not done, said in the plan's warning",
+	     rc == 0 && s.scan == VFIO_SCAN_NONE && pl.verdict == VFIO_PLAN_GO && strstr(pl.warn, "busy check not done: ") &&
+		     strstr(pl.warn, "proc cannot be read"),
+	     "rc %d scan %d: %s", rc, s.scan, pl.warn);
+	snprintf(p, sizeof(p), "rm -rf %s", dir);
+	if (system(p) != 0)
+		exit(2);
+}
+
 /* ---- the fake kernel ---------------------------------------------------- */
 
 struct fk_dev {
 	char addr[VFIO_ADDR_MAX];
 	char driver[VFIO_DRV_MAX], override[VFIO_DRV_MAX];
 	char dflt[VFIO_DRV_MAX]; /* what binds without an override */
+	int nvlock, nvbusy;      /* NVIDIA's unbindLock: held; the GPU open (not granted) */
 };
 
 struct fk {
@@ -383,6 +787,7 @@ struct fk {
 	int mutate_at;      /* at this write another actor unbinds d[mutate_dev] (-1: never) */
 	size_t mutate_dev;
 	int cancel_after;   /* a signal is pending once this many writes were seen (-1: never) */
+	int lock_writes;    /* writes to unbindLock (not counted in writes) */
 	int failed;
 	long long now;
 };
@@ -433,6 +838,21 @@ static int fk_write(void *ctx, const char *path, const char *value)
 	const char *devs = "sys/bus/pci/devices/";
 	struct fk_dev *d;
 
+	if (strncmp(path, "proc/driver/nvidia/gpus/", 24) == 0) { /* unbindLock: not a sysfs write */
+		const char *a = path + 24, *slash = strchr(a, '/');
+
+		k->writes--;
+		k->lock_writes++;
+		if (!slash || strcmp(slash, "/unbindLock") != 0 || !(d = fk_find(k, a, (size_t)(slash - a)))) {
+			errno = ENOENT;
+			return -FB_ENOENT;
+		}
+		if (!strcmp(value, "1") && !d->nvbusy)
+			d->nvlock = 1;
+		else if (!strcmp(value, "0"))
+			d->nvlock = 0;
+		return 0;
+	}
 	if (idx == k->mutate_at)
 		k->d[k->mutate_dev].driver[0] = '\0';
 	if (idx == k->fail_at || (k->failed && k->refuse_after)) {
@@ -504,6 +924,18 @@ static int fk_state(void *ctx, const char *addr, char *driver, char *override)
 	return 0;
 }
 
+static int fk_read(void *ctx, const char *path, char *buf, size_t size)
+{
+	struct fk *k = ctx;
+	const char *a = path + 24, *slash = strchr(a, '/');
+	struct fk_dev *d;
+
+	if (strncmp(path, "proc/driver/nvidia/gpus/", 24) != 0 || !slash || !(d = fk_find(k, a, (size_t)(slash - a))))
+		return -FB_ENOENT;
+	snprintf(buf, size, "%d", d->nvlock);
+	return 1;
+}
+
 static int fk_cancelled(void *ctx)
 {
 	struct fk *k = ctx;
@@ -536,6 +968,7 @@ static void fk_ops(struct vfio_ops *o, struct fk *k)
 	memset(o, 0, sizeof(*o));
 	o->ctx = k;
 	o->write = fk_write;
+	o->read = fk_read;
 	o->state = fk_state;
 	o->loaded = fk_loaded;
 	o->modprobe = fk_modprobe;
@@ -814,12 +1247,82 @@ static void test_apply(void)
 	close(lg.fd);
 }
 
+/* NVIDIA's unbindLock in apply, against the fake kernel: the GPU of
+ * S_GPU_HDA (function 1) has one. */
+static void test_ulock(void)
+{
+	struct fb_log lg;
+	struct vfio_snap s;
+	struct vfio_plan p;
+	struct vfio_req req = { .group = VFIO_GROUP_AUTO };
+	struct vfio_result r;
+	struct vfio_ops o;
+	struct fk k;
+	char diff[512];
+
+	log_init(&lg);
+	lg.fd = open("/dev/null", O_WRONLY);
+	scen(&s, S_GPU_HDA, "vfio-pci", 1);
+	s.fn[1].nv_lock = 1;
+	vfio_plan(&s, &req, &p);
+	T_OK("unbindLock: one step, first, for the GPU on nvidia only",
+	     p.verdict == VFIO_PLAN_GO && p.step[0].kind == VFIO_STEP_ULOCK && p.step[0].fn == 1 &&
+		     !strcmp(p.step[0].path, "proc/driver/nvidia/gpus/0000:01:00.0/unbindLock") && p.step[1].kind == VFIO_STEP_WRITE,
+	     "%d %d", p.verdict, p.step[0].kind);
+	fk_ops(&o, &k);
+
+	world_fk(&worlds[0], &s, &k);
+	vfio_apply(&s, &p, &o, 1000, &lg, &r);
+	T_OK("unbindLock: granted: taken, then the switch", r.exit == 0 && k.d[1].nvlock == 1 && k.lock_writes == 1 &&
+	     !strcmp(k.d[1].driver, "vfio-pci"), "exit %d: %s", r.exit, r.why);
+
+	world_fk(&worlds[0], &s, &k);
+	k.d[1].nvbusy = 1;
+	vfio_apply(&s, &p, &o, 1000, &lg, &r);
+	T_OK("unbindLock: not granted (the GPU is open): exit 4, no sysfs write, nothing moved",
+	     r.exit == 4 && k.writes == 0 && restored(&s, &k, diff, sizeof(diff)) &&
+		     strstr(r.why, "0000:01:00.0: the NVIDIA unbind lock was not taken (proc/driver/nvidia/gpus/0000:01:00.0/unbindLock read back 0)") &&
+		     strstr(r.why, "--force overrides"),
+	     "exit %d writes %d: %s", r.exit, k.writes, r.why);
+
+	world_fk(&worlds[0], &s, &k);
+	k.d[1].nvbusy = 1;
+	p.force = 1;
+	vfio_apply(&s, &p, &o, 1000, &lg, &r);
+	T_OK("unbindLock: not granted, --force: switched anyway", r.exit == 0 && !strcmp(k.d[1].driver, "vfio-pci"),
+	     "exit %d: %s", r.exit, r.why);
+	p.force = 0;
+
+	world_fk(&worlds[0], &s, &k);
+	k.fail_at = 5; /* the HDA's unbind */
+	vfio_apply(&s, &p, &o, 1000, &lg, &r);
+	T_OK("unbindLock: taken, then a failure: rolled back, the lock released", r.exit == 5 &&
+	     restored(&s, &k, diff, sizeof(diff)) && k.d[1].nvlock == 0 && k.lock_writes == 2, "exit %d lock %d: %s / %s",
+	     r.exit, k.d[1].nvlock, diff, r.why);
+
+	/* two NVIDIA GPUs in a group: the second lock refused, the first released */
+	scen(&s, S_TWO_GPUS, "vfio-pci", 1);
+	s.fn[1].nv_lock = s.fn[2].nv_lock = 1;
+	vfio_plan(&s, &req, &p);
+	world_fk(&worlds[4], &s, &k);
+	k.d[2].nvbusy = 1;
+	vfio_apply(&s, &p, &o, 1000, &lg, &r);
+	T_OK("unbindLock: the second GPU's refused: exit 4, the first's released, no sysfs write",
+	     r.exit == 4 && k.writes == 0 && k.d[1].nvlock == 0 && k.d[2].nvlock == 0 && k.lock_writes == 3 &&
+		     strstr(r.why, "0000:42:00.0"),
+	     "exit %d writes %d locks %d/%d: %s", r.exit, k.writes, k.d[1].nvlock, k.d[2].nvlock, r.why);
+	close(lg.fd);
+}
+
 int main(void)
 {
 	t_suite = "unit/vfio";
 	test_addr();
 	test_plans();
 	test_snapshot();
+	test_alias();
+	test_busy();
 	test_apply();
+	test_ulock();
 	return t_done();
 }

@@ -168,6 +168,33 @@ same "vfio-switch --dry-run plans the load and the four steps" \
 	"\"plan\":[\"modprobe vfio-pci\",\"write /sys/bus/pci/devices/$bochs/driver_override: vfio-pci\",\"write /sys/bus/pci/devices/$bochs/driver/unbind: $bochs\",\"write /sys/bus/pci/drivers_probe: $bochs\",\"wait until $bochs is bound to vfio-pci\"]"
 same "vfio-switch --dry-run changed nothing" "$(drv $bochs) $(ovr $bochs) $(ls /sys/bus/pci/drivers | grep -c vfio)" "bochs-drm (null) 0"
 same "vfio-switch --dry-run: no uevent at all (nothing bound, unbound or loaded)" "$(seq)" "$s0"
+
+# a process holding the display's DRM node: refused (exit 4), named by pid and
+# command, found through /proc/PID/fd by the node's st_rdev; nothing moves
+card=$(ls /sys/bus/pci/devices/$bochs/drm | grep '^card[0-9]*$' | head -n 1)
+ok "the display has a DRM card node ($card)" test -c "/dev/dri/$card"
+sleep 1000 <"/dev/dri/$card" &
+holder=$!
+i=0 # the child opens the node and then execs sleep: wait for both
+while [ $i -lt 200 ] && { [ "$(readlink /proc/$holder/fd/0)" != "/dev/dri/$card" ] || [ "$(cat /proc/$holder/comm)" != sleep ]; }; do
+	sleep 0.05
+	i=$((i + 1))
+done
+featurebox vfio-switch --pci $bochs --to vfio-pci --dry-run >/tmp/busy-dry.json 2>>/tmp/vs.err
+same "vfio-switch --dry-run while pid $holder holds /dev/dri/$card: exit 4, the refusal shown" \
+	"$? $(grep -c "\"error\":\"in use: pid $holder (sleep) holds /dev/dri/$card of $bochs" /tmp/busy-dry.json)" "4 1"
+featurebox vfio-switch --pci $bochs --to vfio-pci >/tmp/busy.json 2>>/tmp/vs.err
+same "vfio-switch while pid $holder holds /dev/dri/$card: refused, exit 4" "$?" 4
+same "the refusal names the holder: pid, command, node" "$(grep -o '"holders":\[[^]]*\]' /tmp/busy.json)" \
+	"\"holders\":[{\"pid\":$holder,\"command\":\"sleep\",\"node\":\"/dev/dri/$card\",\"address\":\"$bochs\"}]"
+ok "the error says it: pid $holder (sleep) holds /dev/dri/$card of $bochs" \
+	grep -q "in use: pid $holder (sleep) holds /dev/dri/$card of $bochs" /tmp/busy.json
+same "refused: still on bochs-drm, no override, vfio-pci not loaded, no uevent" \
+	"$(drv $bochs) $(ovr $bochs) $(ls /sys/bus/pci/drivers | grep -c vfio) $(seq)" "bochs-drm (null) 0 $s0"
+kill $holder
+wait $holder 2>/dev/null # reaped: its files are closed
+ok "the holder is gone" test ! -e /proc/$holder
+# now free: the switch below goes through, and back
 featurebox vfio-switch --pci 0000:00:1f.7 --to vfio-pci >/tmp/nf3.json 2>>/tmp/vs.err
 same "vfio-switch: an unknown address exits 3" "$?" 3
 featurebox vfio-switch --pci $bochs --to vfio-pci >/tmp/sw.json 2>>/tmp/vs.err
@@ -181,6 +208,20 @@ featurebox vfio-switch --pci $bochs --to vfio-pci >/tmp/sw2.json 2>>/tmp/vs.err
 same "a second identical call exits 0 and changes nothing" "$? $(grep -o '"result":"[a-z-]*"}$' /tmp/sw2.json) $(drv $bochs)" \
 	'0 "result":"unchanged"} vfio-pci'
 same "the second call caused no uevent (no unbind, no rebind)" "$(seq)" "$s0"
+# a VFIO user (here a sleep holding the group's /dev/vfio/N, as QEMU does):
+# back to the host is refused, naming it
+sleep 1000 <"/dev/vfio/$group" &
+holder=$!
+i=0
+while [ $i -lt 200 ] && { [ "$(readlink /proc/$holder/fd/0)" != "/dev/vfio/$group" ] || [ "$(cat /proc/$holder/comm)" != sleep ]; }; do
+	sleep 0.05
+	i=$((i + 1))
+done
+featurebox vfio-switch --pci $bochs --to default >/tmp/busy2.json 2>>/tmp/vs.err
+same "vfio-switch --to default while pid $holder holds /dev/vfio/$group: refused, exit 4, named" \
+	"$? $(grep -c "in use: pid $holder (sleep) holds /dev/vfio/$group of $bochs" /tmp/busy2.json) $(drv $bochs) $(seq)" "4 1 vfio-pci $s0"
+kill $holder
+wait $holder 2>/dev/null
 featurebox vfio-switch --pci $bochs --to default >/tmp/back.json 2>>/tmp/vs.err
 same "vfio-switch --to default exits 0" "$?" 0
 same "back on bochs-drm, no override" "$(drv $bochs) $(ovr $bochs)" "bochs-drm (null)"
