@@ -22,7 +22,7 @@
 # Daemon logs: $W/<name>.log. PIDs: $pid_<name>. Names: $DAEMONS.
 
 NSP=node-feature-discovery
-GNS=d8-gpu
+GNS=d8-nvidia-gpu
 NFAPI=/apis/nfd.k8s-sigs.io/v1alpha1
 PGAPI=/apis/gpu.deckhouse.io/v1alpha1/physicalgpus
 DAEMONS="master worker standalone gpu dt"
@@ -107,6 +107,7 @@ cluster_start() {
 				grep -v '^fault-round=' | sed 's|^\([^/]*\)$|feature.node.kubernetes.io/\1|'
 			$FB dt-labeller -d --dtb "$W/rpi4.dtb" 2>/dev/null | sed -n 's/^\(beta\.devicetree\.org\/[^:]*\): \(.*\)/\1=\2/p'
 			echo "gpu.deckhouse.io/vendor=nvidia"
+			echo "gpu.deckhouse.io/vendor.nvidia=true"
 		} | sort
 	)
 	local w1="--kubeconfig $K8S_DIR/kubeconfig-node1 --node-name node1"

@@ -26,7 +26,7 @@ What it enforces:
 - Jobs: only vfio-switch-*, which is the only privileged container anywhere:
   pinned to a node, backoffLimit 0, a grace period of at least 120 s,
   --update-physicalgpu, NODE_NAME from the downward API, resources.
-- hostPath mounts read-only everywhere except vfio-switch's /sys, and
+- hostPath mounts read-only everywhere except vfio-switch's /sys and /proc, and
   features.d for gpu-node-agent's --features-setup initContainer (root with
   CAP_CHOWN only) and its own features.d/.gpu-node-agent.
 - Every container's image is the one of deploy/components/image.
@@ -301,7 +301,8 @@ class Checker:
                         continue
                     if m.get("readOnly") is True:
                         continue
-                    if self.is_vfio_job(o) and hp[m["name"]] == "/sys":
+                    # vfio-switch writes sysfs and NVIDIA's unbindLock (/proc)
+                    if self.is_vfio_job(o) and hp[m["name"]] in ("/sys", "/proc"):
                         continue
                     # gpu-node-agent: features.d for its setup step, its own
                     # hidden directory there for the agent
@@ -311,7 +312,7 @@ class Checker:
                         continue
                     errs.append("%s %s: hostPath %s mounted read-write at %s"
                                 % (w, c.get("name"), hp[m["name"]], m.get("mountPath")))
-        self.report("hostPath mounts read-only (but vfio-switch's /sys)", errs)
+        self.report("hostPath mounts read-only (but vfio-switch's /sys and /proc)", errs)
         # where the applet looks: --host-prefix P reads host /X at P + "X"
         errs = []
         for o, ps in self.pods():
@@ -362,8 +363,10 @@ class Checker:
             elif not (cs[0].get("securityContext") or {}).get("privileged"):
                 errs.append("%s: not privileged (it writes driver_override and bind)" % w)
             hp = [v["hostPath"].get("path") for v in ps.get("volumes") or [] if v.get("hostPath")]
-            if hp != ["/sys"]:
-                errs.append("%s: hostPath volumes %s, want only /sys" % (w, hp))
+            # /sys to switch, /proc and /dev for the busy check and NVIDIA's
+            # unbindLock, /lib/modules for --to vfio's modules.alias
+            if sorted(hp) != ["/dev", "/lib/modules", "/proc", "/sys"]:
+                errs.append("%s: hostPath volumes %s, want /sys, /proc, /dev, /lib/modules" % (w, hp))
         self.report("the vfio-switch Job: pinned, privileged, backoffLimit 0, grace >= 120 s", errs)
 
     def check_images(self):
