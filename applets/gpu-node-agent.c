@@ -111,6 +111,7 @@ struct agent {
 	int nl_fd;
 	int ready;
 	const char *feat_path;    /* --features-file, NULL: none */
+	const char *feat_verify;  /* --features-verify, NULL: none */
 	long long feat_expiry_ms; /* --features-expiry */
 	long long started;        /* unix seconds: gfd.timestamp */
 	char *feat_last;          /* the labels last written, owned */
@@ -538,6 +539,32 @@ static struct json *discover(struct agent *a)
 
 /* ---- the vendors' labels as an NFD features file ------------------------- */
 
+/* --features-verify: the directory the file goes to must be the one the
+ * host's features.d holds under that name (compared through a read-only
+ * view of it), not one a symlink planted there before this container was
+ * made pointed the mount at. Returns 0, or -1 (logged). */
+static int features_verify(struct agent *a)
+{
+	char dir[PATH_MAX], *slash;
+	struct stat mine, host;
+
+	snprintf(dir, sizeof(dir), "%s", a->feat_path);
+	if ((slash = strrchr(dir, '/')))
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if (stat(dir, &mine) < 0 || lstat(a->feat_verify, &host) < 0) {
+		LOG_E(&a->log, "--features-verify %s: %s", a->feat_verify, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(host.st_mode) || host.st_dev != mine.st_dev || host.st_ino != mine.st_ino) {
+		LOG_E(&a->log, "%s is not the directory %s names on the host (a link or another directory): "
+		      "not writing the labels there", dir, a->feat_verify);
+		return -1;
+	}
+	return 0;
+}
+
 /* Writes the labels of the devices in want to --features-file when they
  * changed or half the expiry has passed since the last write. Returns 0,
  * or -1 (logged). */
@@ -557,8 +584,12 @@ static int write_features(struct agent *a, const struct json *want)
 
 	if (!a->feat_path)
 		return 0;
-	if (!(labels = pgpu_feature_labels(&sc, want, a->started)))
+	if (a->feat_verify && features_verify(a) < 0)
 		return -1;
+	if (!(labels = pgpu_feature_labels(&sc, want, a->started))) {
+		LOG_E(&a->log, "%s: out of memory", a->feat_path);
+		return -1;
+	}
 	n = json_count(labels);
 	buf_init(&b, FEATFILE_MAX_SIZE);
 	buf_init(&f, FEATFILE_MAX_SIZE);
@@ -566,8 +597,10 @@ static int write_features(struct agent *a, const struct json *want)
 		buf_printf(&b, "%s=%s\n", json_key(l), json_str(l));
 	json_free(labels);
 	buf_putc(&b, '\0');
-	if (b.err)
+	if (b.err) {
+		LOG_E(&a->log, "%s: the labels do not fit in %d bytes", a->feat_path, FEATFILE_MAX_SIZE);
 		goto out;
+	}
 	if (a->feat_last && strcmp(a->feat_last, b.p) == 0 && now - a->feat_at < a->feat_expiry_ms / 2) {
 		rc = 0;
 		goto out;
@@ -577,8 +610,10 @@ static int write_features(struct agent *a, const struct json *want)
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	buf_printf(&f, "# gpu-node-agent: these labels expire unless it rewrites them\n# +expiry-time=%s\n%s", ts, b.p);
 	fb_errinfo_init(&ei);
-	if (f.err)
+	if (f.err) {
+		LOG_E(&a->log, "%s: the labels do not fit in %d bytes", a->feat_path, FEATFILE_MAX_SIZE);
 		goto out;
+	}
 	if (featfile_write(a->feat_path, f.p, f.len, &ei) < 0) {
 		LOG_E(&a->log, "%s", fb_errinfo_str(&ei, msg, sizeof(msg)));
 		goto out;
@@ -609,7 +644,7 @@ static void on_pass(void *ctx)
 {
 	struct agent *a = ctx;
 	struct json *want;
-	int cm_failed = 0, feat_failed;
+	int cm_failed = 0;
 
 	a->retry_timer = 0;
 	a->in_pass = 1;
@@ -627,13 +662,15 @@ static void on_pass(void *ctx)
 	a->in_pass = 0;
 	if (!(want = discover(a)))
 		goto retry;
-	feat_failed = write_features(a, want) < 0; /* the file does not wait for the API */
+	/* the file neither waits for the API nor holds it up, nor readiness: a
+	 * failed write is logged and tried again at the next pass */
+	write_features(a, want);
 	if (sync_all(a, want) < 0) {
 		json_free(want);
 		goto retry;
 	}
 	json_free(want);
-	if (cm_failed || feat_failed)
+	if (cm_failed)
 		goto retry;
 	if (!a->ready)
 		LOG_I(&a->log, "in sync: %zu PhysicalGPU object(s)", json_count(a->server));
@@ -741,7 +778,7 @@ static int print_devices(const struct json *want)
 /* ---- options, setup, teardown -------------------------------------------- */
 
 struct agent_opts {
-	const char *kubeconfig, *host, *node_name, *cm, *vendors_file, *features;
+	const char *kubeconfig, *host, *node_name, *cm, *vendors_file, *features, *verify;
 	const char *probe_addr; /* --health-probe-bind-address */
 	struct opt_list pci_ids;
 	int oneshot, no_publish, seen_port;
@@ -771,6 +808,9 @@ static const struct opt agent_optv[] = {
 	{ .lo = "features-setup", .kind = OPT_STR, .off = AO(setup_owner), .arg = "UID:GID",
 	  .help = "as root (an initContainer): make --features-file's directory (a hidden one in features.d) "
 		  "owned by UID:GID, link features.d/NAME to the file, and exit" },
+	{ .lo = "features-verify", .kind = OPT_STR, .off = AO(verify), .arg = "PATH",
+	  .help = "write --features-file only while its directory is PATH (a read-only view of it), "
+		  "not something a link there pointed the mount at" },
 	{ .lo = "features-expiry", .kind = OPT_DUR, .off = AO(expiry), .min = 60000, .arg = "DUR",
 	  .help = "the file's labels expire this long after its last rewrite (default 1h)" },
 	{ .lo = "resync", .kind = OPT_DUR, .off = AO(resync), .min = 100, .arg = "DUR",
@@ -842,6 +882,7 @@ static int agent_configure(struct agent *a, struct agent_opts *o, char *addr, si
 		return 2;
 	}
 	a->feat_path = o->features;
+	a->feat_verify = o->verify;
 	a->feat_expiry_ms = o->expiry;
 	if (o->features && !o->oneshot && o->expiry < 2 * o->resync)
 		LOG_W(&a->log, "--features-expiry %llds is under twice --resync %llds: labels may expire between rewrites",
@@ -893,26 +934,32 @@ static int features_setup(const char *file, const char *owner)
 		fprintf(stderr, "gpu-node-agent: --features-setup '%s': want UID:GID\n", owner);
 		return 2;
 	}
-	snprintf(dir, sizeof(dir), "%s", file);
-	if (!(slash = strrchr(dir, '/')) || slash == dir) {
+	if ((size_t)snprintf(dir, sizeof(dir), "%s", file) >= sizeof(dir) || !(slash = strrchr(dir, '/')) ||
+	    slash == dir) {
 		fprintf(stderr, "gpu-node-agent: --features-setup: --features-file must be DIR/.SUB/NAME\n");
 		return 2;
 	}
 	*slash = '\0';
 	base = slash + 1;
 	sub = strrchr(dir, '/');
-	if (!sub || sub == dir || sub[1] != '.') {
+	if (!sub || sub == dir || sub[1] != '.' || !strcmp(sub + 1, ".") || !strcmp(sub + 1, "..") || !*base) {
 		fprintf(stderr, "gpu-node-agent: --features-setup: --features-file must be DIR/.SUB/NAME (a hidden SUB)\n");
 		return 2;
 	}
-	snprintf(link, sizeof(link), "%.*s/%s", (int)(sub - dir), dir, base);
-	snprintf(target, sizeof(target), "%s/%s", sub + 1, base);
+	if ((size_t)snprintf(link, sizeof(link), "%.*s/%s", (int)(sub - dir), dir, base) >= sizeof(link) ||
+	    (size_t)snprintf(target, sizeof(target), "%s/%s", sub + 1, base) >= sizeof(target)) {
+		fprintf(stderr, "gpu-node-agent: --features-setup: --features-file is too long\n");
+		return 2;
+	}
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
 		fprintf(stderr, "gpu-node-agent: %s: %s\n", dir, strerror(errno));
 		return 1;
 	}
+	/* the mode first: with CAP_CHOWN only, root may change it only while it
+	 * still owns the directory */
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || fchown(fd, (uid_t)uid, (gid_t)gid) < 0 || fchmod(fd, 0755) < 0) {
+	if (fd < 0 || fstat(fd, &st) < 0 || ((st.st_mode & 07777) != 0755 && fchmod(fd, 0755) < 0) ||
+	    ((st.st_uid != (uid_t)uid || st.st_gid != (gid_t)gid) && fchown(fd, (uid_t)uid, (gid_t)gid) < 0)) {
 		fprintf(stderr, "gpu-node-agent: %s: %s\n", dir, strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -1059,9 +1106,11 @@ int gpu_node_agent_main(int argc, char **argv)
 	if (o.oneshot) {
 		struct json *want = NULL;
 
-		if ((a.vm_ready || cm_get(&a) == 0) && (want = discover(&a)) && write_features(&a, want) == 0 &&
-		    sync_all(&a, want) == 0)
-			ret = 0;
+		if ((a.vm_ready || cm_get(&a) == 0) && (want = discover(&a))) {
+			int feat = write_features(&a, want);
+
+			ret = sync_all(&a, want) == 0 && feat == 0 ? 0 : 1;
+		}
 		json_free(want);
 		goto out;
 	}

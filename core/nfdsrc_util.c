@@ -42,21 +42,14 @@ ssize_t nfdsrc_attr_at_(int dfd, const char *name, char *buf, size_t size)
 
 ssize_t nfdsrc_host_attr_(const struct hostfs *h, const char *rel, char *buf, size_t size)
 {
-	char path[PATH_MAX];
+	ssize_t n = sysfs_host_attr(h, rel, buf, size);
 
-	if (hostfs_resolve(h, rel, path, sizeof(path)) < 0)
-		return -FB_E2BIG;
-	return nfdsrc_attr_at_(AT_FDCWD, path, buf, size);
+	return n < 0 ? n : (ssize_t)nfdsrc_trim_(buf);
 }
 
 ssize_t nfdsrc_host_file_(const struct hostfs *h, const char *rel, char **out)
 {
-	char path[PATH_MAX];
-
-	*out = NULL;
-	if (hostfs_resolve(h, rel, path, sizeof(path)) < 0)
-		return -FB_E2BIG;
-	return sysfs_read_alloc(AT_FDCWD, path, FILE_CAP, out);
+	return sysfs_host_alloc(h, rel, FILE_CAP, out);
 }
 
 ssize_t nfdsrc_host_head_(const struct hostfs *h, const char *rel, size_t size, char **out)

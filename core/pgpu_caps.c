@@ -176,42 +176,55 @@ static long long attr_mib(int fd, const char *rel)
 	return (long long)(v >> 20);
 }
 
-/* lmem_total_bytes of the device's DRM card (i915, xe). */
-static long long drm_lmem_mib(int fd)
+int pgpu_drm_card_(const struct hostfs *h, const char *addr, struct pgpu_card *c)
 {
-	int dfd = openat(fd, "drm", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	char rel[160], buf[32], *end;
 	char **names = NULL;
 	size_t n = 0, total = 0;
-	long long mib = 0;
+	int fd;
 
-	if (dfd < 0)
-		return 0;
-	if (hostfs_list(dfd, 16, &names, &n, &total) == 0)
-		for (size_t i = 0; i < n && !mib; i++)
-			if (strncmp(names[i], "card", 4) == 0 && isdigit((unsigned char)names[i][4])) {
-				char rel[64];
+	c->card = -1;
+	c->tiles = 1;
+	c->lmem = 0;
+	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s/drm", addr);
+	if ((fd = hostfs_open(h, rel, O_RDONLY | O_DIRECTORY)) < 0)
+		return -1;
+	if (hostfs_list(fd, 32, &names, &n, &total) == 0)
+		for (size_t i = 0; i < n; i++) {
+			long v;
 
-				char **gts = NULL;
-				size_t ng = 0, tiles = 0;
-				int gfd;
-
-				snprintf(rel, sizeof(rel), "%s/lmem_total_bytes", names[i]);
-				mib = attr_mib(dfd, rel);
-				/* per tile, as Intel's labeler counts it: times cardN/gt/gt* */
-				snprintf(rel, sizeof(rel), "%s/gt", names[i]);
-				gfd = openat(dfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-				if (gfd >= 0 && hostfs_list(gfd, 64, &gts, &ng, &total) == 0)
-					for (size_t t = 0; t < ng; t++)
-						tiles += strncmp(gts[t], "gt", 2) == 0;
-				hostfs_names_free(gts, ng);
-				if (gfd >= 0)
-					close(gfd);
-				if (tiles > 1)
-					mib *= (long long)tiles;
-			}
+			if (strncmp(names[i], "card", 4) != 0 || !isdigit((unsigned char)names[i][4]))
+				continue;
+			v = strtol(names[i] + 4, &end, 10);
+			if (!*end && v >= 0 && v < 1 << 20 && (c->card < 0 || v < c->card))
+				c->card = (int)v;
+		}
 	hostfs_names_free(names, n);
-	close(dfd);
-	return mib;
+	close(fd);
+	if (c->card < 0)
+		return -1;
+	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s/drm/card%d/gt", addr, c->card);
+	if ((fd = hostfs_open(h, rel, O_RDONLY | O_DIRECTORY)) >= 0) {
+		int tiles = 0;
+
+		names = NULL;
+		n = 0;
+		if (hostfs_list(fd, 64, &names, &n, &total) == 0)
+			for (size_t i = 0; i < n; i++)
+				tiles += strncmp(names[i], "gt", 2) == 0;
+		hostfs_names_free(names, n);
+		close(fd);
+		if (tiles > 1)
+			c->tiles = tiles;
+	}
+	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s/drm/card%d/lmem_total_bytes", addr, c->card);
+	if (sysfs_host_attr(h, rel, buf, sizeof(buf)) > 0) {
+		unsigned long long v = strtoull(buf, &end, 10);
+
+		if (end != buf && (!*end || *end == '\n') && v <= 1ULL << 50) /* tiles <= 64: no wrap */
+			c->lmem = v * (unsigned long long)c->tiles;
+	}
+	return 0;
 }
 
 /* "Key:  value" of NVIDIA's information file into out ("" when absent). */
@@ -293,7 +306,7 @@ void pgpu_caps_(const struct pgpu_scan *s, const struct pci_dev *d, int fd, cons
 		char rel[96], *text = NULL;
 
 		snprintf(rel, sizeof(rel), "proc/driver/nvidia/gpus/%s/information", d->addr);
-		if (pgpu_host_file_(s->h, rel, 16 << 10, &text) > 0) {
+		if (sysfs_host_alloc(s->h, rel, 16 << 10, &text) > 0) {
 			info_value(text, "Model", model, sizeof(model));
 			info_value(text, "GPU UUID", uuid, sizeof(uuid));
 			if (!plain(model))
@@ -303,15 +316,19 @@ void pgpu_caps_(const struct pgpu_scan *s, const struct pci_dev *d, int fd, cons
 		}
 		free(text);
 		text = NULL;
-		if (pgpu_host_file_(s->h, "proc/driver/nvidia/version", 16 << 10, &text) > 0 &&
+		if (sysfs_host_alloc(s->h, "proc/driver/nvidia/version", 16 << 10, &text) > 0 &&
 		    pgpu_nvidia_version(text, ver, sizeof(ver)) < 0)
 			LOG_W(s->log, "proc/driver/nvidia/version: no NVRM version in it (driverVersion left out)");
 		free(text);
 	}
 	if (ven == PGPU_VID_AMD)
 		mib = attr_mib(fd, "mem_info_vram_total");
-	else if (ven == PGPU_VID_INTEL)
-		mib = drm_lmem_mib(fd);
+	else if (ven == PGPU_VID_INTEL) {
+		struct pgpu_card c;
+
+		if (pgpu_drm_card_(s->h, d->addr, &c) == 0)
+			mib = (long long)(c.lmem >> 20);
+	}
 	else if (ven == PGPU_VID_NVIDIA && !(mib = name_memory(devname)))
 		mib = name_memory(sub);
 	if (*model)

@@ -11,6 +11,7 @@
 #include "sysfs.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +123,16 @@ static void nv_product(const struct json *e, char *out, size_t size)
 	value_fit(out);
 }
 
+/* A GPU gpu-feature-discovery would count: NVIDIA, display class, bound
+ * to nvidia (what NVML sees). */
+static int nv_counted(const struct json *e)
+{
+	const char *drv = dev_str(e, "currentState", "driver", NULL), *cls = dev_str(e, "pciInfo", "class", "code");
+	const char *ven = dev_str(e, "pciInfo", "vendor", "id");
+
+	return ven && !strcmp(ven, "10de") && drv && !strcmp(drv, "nvidia") && cls && !strncmp(cls, "03", 2);
+}
+
 static void nvidia_labels(const struct pgpu_scan *s, const struct json *want, long long started, struct json *out)
 {
 	struct json *counts = json_new_object();
@@ -133,12 +144,11 @@ static void nvidia_labels(const struct pgpu_scan *s, const struct json *want, lo
 	if (!counts)
 		return;
 	for (const struct json *e = json_child(want); e; e = json_next(e)) {
-		const char *drv = dev_str(e, "currentState", "driver", NULL), *cls = dev_str(e, "pciInfo", "class", "code");
+		const char *cls = dev_str(e, "pciInfo", "class", "code");
 		const char *m;
 		long long c = 0;
 
-		if (strcmp(dev_str(e, "pciInfo", "vendor", "id") ? dev_str(e, "pciInfo", "vendor", "id") : "", "10de") != 0 ||
-		    (drv && strcmp(drv, "nvidia") != 0) || !cls || strncmp(cls, "03", 2) != 0)
+		if (!nv_counted(e))
 			continue;
 		n++;
 		m = !strcmp(cls, "0300") ? "graphics" : !strcmp(cls, "0302") ? "compute" : "unknown";
@@ -147,11 +157,14 @@ static void nvidia_labels(const struct pgpu_scan *s, const struct json *want, lo
 			ver = dev_str(e, "currentState", "nvidia", "driverVersion");
 		nv_product(e, prod, sizeof(prod));
 		json_int(json_get(counts, prod), &c);
-		json_set_take(counts, prod, json_new_number((double)(c + 1)));
+		if (json_set_take(counts, prod, json_new_number((double)(c + 1))) < 0) {
+			json_free(counts);
+			return;
+		}
 		if (!first)
 			first = e;
 	}
-	if (!n) {
+	if (!n || !json_count(counts)) {
 		json_free(counts);
 		return;
 	}
@@ -165,6 +178,8 @@ static void nvidia_labels(const struct pgpu_scan *s, const struct json *want, lo
 		}
 	}
 	for (const struct json *e = first; e && !win; e = json_next(e)) {
+		if (!nv_counted(e))
+			continue;
 		nv_product(e, prod, sizeof(prod));
 		if (!strcmp(prod, best))
 			win = e;
@@ -180,8 +195,8 @@ static void nvidia_labels(const struct pgpu_scan *s, const struct json *want, lo
 			put_int(out, key, v);
 		}
 	put(out, NV "gpu.mode", mode);
-	if (pgpu_host_attr_(s->h, "sys/class/dmi/id/product_name", buf, sizeof(buf)) > 0 ||
-	    pgpu_host_attr_(s->h, "sys/devices/virtual/dmi/id/product_name", buf, sizeof(buf)) > 0) {
+	if (sysfs_host_attr(s->h, "sys/class/dmi/id/product_name", buf, sizeof(buf)) > 0 ||
+	    sysfs_host_attr(s->h, "sys/devices/virtual/dmi/id/product_name", buf, sizeof(buf)) > 0) {
 		char m[256];
 
 		pgpu_gfd_sanitise(buf, m, sizeof(m));
@@ -290,7 +305,7 @@ static void kfd_counts(const struct pgpu_scan *s, const char *addr, long long *s
 			char rel[300], *text = NULL;
 
 			snprintf(rel, sizeof(rel), "sys/class/kfd/kfd/topology/nodes/%s/properties", names[i]);
-			if (pgpu_host_file_(s->h, rel, 64 << 10, &text) > 0 &&
+			if (sysfs_host_alloc(s->h, rel, 64 << 10, &text) > 0 &&
 			    kfd_prop(text, "location_id") == (long long)((f[1] << 8) | (f[2] << 3) | f[3]) &&
 			    kfd_prop(text, "domain") == (long long)f[0]) {
 				*simd = kfd_prop(text, "simd_count");
@@ -318,7 +333,11 @@ static void amd_labels(const struct pgpu_scan *s, const struct json *want, struc
 	int any = 0;
 
 	for (int k = 0; k < AMD_KINDS; k++)
-		m[k] = json_new_object();
+		if (!(m[k] = json_new_object())) {
+			while (k-- > 0)
+				json_free(m[k]);
+			return;
+		}
 	for (const struct json *e = json_child(want); e; e = json_next(e)) {
 		const char *drv = dev_str(e, "currentState", "driver", NULL), *addr = dev_str(e, "pciInfo", "address", NULL);
 		const char *arch = dev_str(e, "capabilities", "architecture", NULL), *fam;
@@ -327,14 +346,14 @@ static void amd_labels(const struct pgpu_scan *s, const struct json *want, struc
 		long long simd, per_cu, mib = 0;
 		size_t o = 0;
 
-		if (!drv || strcmp(drv, "amdgpu") != 0 || !addr || !m[AMD_KINDS - 1])
+		if (!drv || strcmp(drv, "amdgpu") != 0 || !addr)
 			continue;
 		any = 1;
 		if (arch && (fam = amd_family(arch)))
 			count_value(m[AMD_FAMILY], fam);
 		count_value(m[AMD_DEVICE_ID], id ? id : "");
 		snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s/product_name", addr);
-		if (pgpu_host_attr_(s->h, rel, raw, sizeof(raw)) <= 0 || !*raw)
+		if (sysfs_host_attr(s->h, rel, raw, sizeof(raw)) <= 0 || !*raw)
 			bracket(dn ? dn : "", raw, sizeof(raw));
 		for (const char *p = raw; *p && o + 1 < sizeof(v); p++) /* the labeller: ' ' -> '_', no ( ) */
 			if (*p == ' ')
@@ -418,9 +437,8 @@ static void put_split(struct json *o, const char *key, const char *v)
 }
 
 struct igpu {
-	int card, numa;
+	int card, numa, tiles;
 	unsigned long long mem;
-	int tiles;
 };
 
 static int igpu_cmp(const void *a, const void *b)
@@ -428,53 +446,6 @@ static int igpu_cmp(const void *a, const void *b)
 	const struct igpu *x = a, *y = b;
 
 	return x->numa != y->numa ? (x->numa > y->numa) - (x->numa < y->numa) : (x->card > y->card) - (x->card < y->card);
-}
-
-/* The lowest cardN of the device, its tile count (gt/gt*, at least 1) and
- * its local memory (lmem_total_bytes); -1 when it has no DRM card. */
-static int intel_card(const struct pgpu_scan *s, const char *addr, struct igpu *g)
-{
-	char rel[160], **names = NULL, **gts = NULL;
-	size_t n = 0, total = 0, ng = 0;
-	int fd, card = -1;
-
-	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s/drm", addr);
-	if ((fd = hostfs_open(s->h, rel, O_RDONLY | O_DIRECTORY)) < 0)
-		return -1;
-	if (hostfs_list(fd, 32, &names, &n, &total) == 0)
-		for (size_t i = 0; i < n; i++)
-			if (!strncmp(names[i], "card", 4) && isdigit((unsigned char)names[i][4]) &&
-			    strspn(names[i] + 4, "0123456789") == strlen(names[i] + 4)) {
-				int c = atoi(names[i] + 4);
-
-				if (card < 0 || c < card)
-					card = c;
-			}
-	hostfs_names_free(names, n);
-	close(fd);
-	if (card < 0)
-		return -1;
-	g->card = card;
-	g->tiles = 0;
-	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s/drm/card%d/gt", addr, card);
-	if ((fd = hostfs_open(s->h, rel, O_RDONLY | O_DIRECTORY)) >= 0) {
-		if (hostfs_list(fd, 64, &gts, &ng, &total) == 0)
-			for (size_t i = 0; i < ng; i++)
-				g->tiles += !strncmp(gts[i], "gt", 2);
-		hostfs_names_free(gts, ng);
-		close(fd);
-	}
-	if (g->tiles < 1)
-		g->tiles = 1;
-	g->mem = 0;
-	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s/drm/card%d/lmem_total_bytes", addr, card);
-	{
-		char buf[32];
-
-		if (pgpu_host_attr_(s->h, rel, buf, sizeof(buf)) > 0)
-			g->mem = strtoull(buf, NULL, 0) * (unsigned long long)g->tiles;
-	}
-	return 0;
 }
 
 #define IGPU_MAX 64
@@ -490,14 +461,18 @@ static void intel_labels(const struct pgpu_scan *s, const struct json *want, str
 	for (const struct json *e = json_child(want); e && n < IGPU_MAX; e = json_next(e)) {
 		const char *drv = dev_str(e, "currentState", "driver", NULL), *addr = dev_str(e, "pciInfo", "address", NULL);
 		long long numa = -1;
+		struct pgpu_card c;
 
 		if (!drv || (strcmp(drv, "i915") != 0 && strcmp(drv, "xe") != 0) || !addr ||
-		    intel_card(s, addr, &g[n]) < 0)
+		    pgpu_drm_card_(s->h, addr, &c) < 0)
 			continue;
+		g[n].card = c.card;
+		g[n].tiles = c.tiles;
+		g[n].mem = c.lmem;
 		if (json_int(json_getv(e, "status", "pciInfo", "numaNode", NULL), &numa) < 0)
 			numa = -1;
 		g[n].numa = (int)numa;
-		mem += g[n].mem;
+		mem = mem + g[n].mem < mem ? ~0ULL : mem + g[n].mem;
 		tiles += g[n].tiles;
 		n++;
 	}
@@ -538,7 +513,8 @@ static void intel_labels(const struct pgpu_scan *s, const struct json *want, str
 	}
 	put_split(out, "gpu.intel.com/gpu-numbers", nums);
 	put_int(out, "gpu.intel.com/millicores", 1000LL * (long long)n);
-	put_int(out, "gpu.intel.com/memory.max", (long long)mem);
+	if (mem <= (unsigned long long)LLONG_MAX)
+		put_int(out, "gpu.intel.com/memory.max", (long long)mem);
 	put_int(out, "gpu.intel.com/tiles", tiles);
 	if (*map)
 		put_split(out, "gpu.intel.com/numa-gpu-map", map);

@@ -5,14 +5,15 @@
 #include "pci.h"
 #include "pgpu.h"
 
-#include <sys/types.h>
-
-/* A small host file (through hostfs, symlinks re-rooted) into a new buffer
- * of at most cap bytes: its length or a negative fb_err. */
-ssize_t pgpu_host_file_(const struct hostfs *h, const char *rel, size_t cap, char **out);
-/* A host attribute with core/attr's bounded reader: its length or a
- * negative fb_err. */
-ssize_t pgpu_host_attr_(const struct hostfs *h, const char *rel, char *buf, size_t size);
+/* The DRM card of an Intel GPU (i915, xe): its lowest cardN, its tiles
+ * (cardN/gt/gt*, at least 1) and its local memory (lmem_total_bytes, per
+ * tile, times the tiles; 0 when unknown), each step through hostfs.
+ * Returns 0, or -1 when the device has no DRM card. */
+struct pgpu_card {
+	int card, tiles;
+	unsigned long long lmem;
+};
+int pgpu_drm_card_(const struct hostfs *h, const char *addr, struct pgpu_card *c);
 /* Adds status.capabilities to st and the driver's state to cs (its
  * currentState) for device d: fd is its sysfs directory, devname its
  * pci.ids name (NULL: none), driver the bound driver ("": none). */

@@ -43,30 +43,6 @@ static void now_rfc3339(char *out, size_t size)
 	strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-/* Reads a small host file (through hostfs, symlinks re-rooted) into a new
- * buffer. Returns its length or a negative fb_err. */
-ssize_t pgpu_host_file_(const struct hostfs *h, const char *rel, size_t cap, char **out)
-{
-	char path[PATH_MAX];
-
-	*out = NULL;
-	if (hostfs_resolve(h, rel, path, sizeof(path)) < 0)
-		return -FB_E2BIG;
-	return sysfs_read_alloc(AT_FDCWD, path, cap, out);
-}
-
-/* A host attribute (through hostfs) into buf with core/attr's bounded
- * reader: its length or a negative fb_err. */
-ssize_t pgpu_host_attr_(const struct hostfs *h, const char *rel, char *buf, size_t size)
-{
-	char path[PATH_MAX];
-
-	buf[0] = '\0';
-	if (hostfs_resolve(h, rel, path, sizeof(path)) < 0)
-		return -FB_E2BIG;
-	return attr_read(AT_FDCWD, path, buf, size, 0);
-}
-
 static int json_set_int(struct json *o, const char *key, long long v)
 {
 	return json_set_take(o, key, json_new_number((double)v));
@@ -84,7 +60,7 @@ static int bare_metal(const struct hostfs *h)
 	char *text = NULL, dmi[2][256] = { "", "" };
 	static const char *const files[] = { "sys/devices/virtual/dmi/id/sys_vendor",
 					     "sys/devices/virtual/dmi/id/product_name" };
-	ssize_t n = pgpu_host_file_(h, "proc/cpuinfo", 16 << 20, &text);
+	ssize_t n = sysfs_host_alloc(h, "proc/cpuinfo", 16 << 20, &text);
 	int virt = 0;
 
 	for (ssize_t i = 0; n > 0 && i + 10 <= n && !virt; i++)
@@ -95,7 +71,7 @@ static int bare_metal(const struct hostfs *h)
 	if (virt)
 		return 0;
 	for (size_t f = 0; f < 2; f++) {
-		ssize_t m = pgpu_host_attr_(h, files[f], dmi[f], sizeof(dmi[f]));
+		ssize_t m = sysfs_host_attr(h, files[f], dmi[f], sizeof(dmi[f]));
 
 		if (m < 0)
 			m = 0;
@@ -146,7 +122,7 @@ struct json *pgpu_node_info(const struct hostfs *h, const char *node, const stru
 	if (!ni || !os)
 		goto nomem;
 	json_set_str(ni, "nodeName", node);
-	if (pgpu_host_file_(h, "etc/os-release", 64 << 10, &text) >= 0) {
+	if (sysfs_host_alloc(h, "etc/os-release", 64 << 10, &text) >= 0) {
 		static const char *const keys[][2] = { { "ID", "id" }, { "VERSION_ID", "version" },
 						      { "PRETTY_NAME", "name" } };
 
@@ -164,7 +140,7 @@ struct json *pgpu_node_info(const struct hostfs *h, const char *node, const stru
 		goto nomem;
 	}
 	os = NULL;
-	if (pgpu_host_attr_(h, "proc/sys/kernel/osrelease", v, sizeof(v)) > 0) {
+	if (sysfs_host_attr(h, "proc/sys/kernel/osrelease", v, sizeof(v)) > 0) {
 		v[strcspn(v, "\n")] = '\0';
 		json_set_str(ni, "kernelRelease", v);
 	}

@@ -3,6 +3,7 @@
 #include "attr.h"
 #include "buf.h"
 #include "err.h"
+#include "hostfs.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -203,4 +204,24 @@ int sysfs_dir_each(int fd, int (*fn)(void *ctx, const char *name, unsigned char 
 				return rc;
 		}
 	}
+}
+
+ssize_t sysfs_host_attr(const struct hostfs *h, const char *rel, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+
+	buf[0] = '\0';
+	if (hostfs_resolve(h, rel, path, sizeof(path)) < 0)
+		return -FB_E2BIG;
+	return attr_read(AT_FDCWD, path, buf, size, 0);
+}
+
+ssize_t sysfs_host_alloc(const struct hostfs *h, const char *rel, size_t cap, char **out)
+{
+	char path[PATH_MAX];
+
+	*out = NULL;
+	if (hostfs_resolve(h, rel, path, sizeof(path)) < 0)
+		return -FB_E2BIG;
+	return sysfs_read_alloc(AT_FDCWD, path, cap, out);
 }

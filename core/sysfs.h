@@ -30,6 +30,15 @@ ssize_t sysfs_read_alloc(int dirfd, const char *path, size_t cap, char **out);
 /* The same from an open fd (read from its current offset; not closed). */
 ssize_t sysfs_read_fd_alloc(int fd, size_t cap, char **out);
 
+struct hostfs;
+/* A host file by its path under the host prefix (hostfs_resolve: symlinks
+ * re-rooted there), with core/attr's bounded reader (buf as sysfs_read, any
+ * file type as attr_read's default). Returns its length or a negative
+ * fb_err (-FB_E2BIG also for a path too long). */
+ssize_t sysfs_host_attr(const struct hostfs *h, const char *rel, char *buf, size_t size);
+/* sysfs_read_alloc of a host file by its path under the prefix. */
+ssize_t sysfs_host_alloc(const struct hostfs *h, const char *rel, size_t cap, char **out);
+
 /* Parses "0x10de"/"10de" (hex) or "42" (decimal) with nothing after it but
  * whitespace. Returns 0, -FB_EINVAL or -FB_ERANGE. */
 int sysfs_parse_hex(const char *s, unsigned long *out);

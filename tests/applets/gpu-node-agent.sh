@@ -132,18 +132,33 @@ nvidia.com/cuda.driver.major=550
 nvidia.com/cuda.driver.minor=54
 nvidia.com/cuda.driver.rev=15
 nvidia.com/gfd.timestamp=T"
-testing "gpu4 (NVIDIA, mixed models): GFD's labels for the winning model, a count per model" "feat gpu4" \
-"$CUDA
+# two A100 80GB on nvidia, Ampere, the SYS-420GP-TNR's
+A100X2="$CUDA
 nvidia.com/gpu.compute.major=8
 nvidia.com/gpu.compute.minor=0
 nvidia.com/gpu.count=2
 nvidia.com/gpu.family=ampere
 nvidia.com/gpu.machine=SYS-420GP-TNR
 nvidia.com/gpu.mode=compute
-nvidia.com/gpu.product=NVIDIA-A100-80GB-PCIe
-nvidia.com/gpu.product.A30-PCIe=1
-nvidia.com/gpu.product.NVIDIA-A100-80GB-PCIe=2
+nvidia.com/gpu.product=NVIDIA-A100-80GB-PCIe"
+testing "gpu4 (NVIDIA: the A100 on vfio-pci and the unbound A30 are not counted, as NVML would not see them)" "feat gpu4" \
+"$A100X2
 "
+# the A30 bound to nvidia too: two models on one node
+cp -r "$F/gpu4" "$W/mixedmodel"
+chmod -R u+w "$W/mixedmodel"
+ln -s ../../../../bus/pci/drivers/nvidia "$W/mixedmodel/sys/devices/pci0000:b0/0000:b0:01.0/0000:b1:00.0/driver"
+mkdir -p "$W/mixedmodel/proc/driver/nvidia/gpus/0000:b1:00.0"
+printf 'Model: \t\t NVIDIA A30\nGPU UUID: \t GPU-11111111-2222-3333-4444-555555555555\nDevice Minor: \t 1\n' \
+	>"$W/mixedmodel/proc/driver/nvidia/gpus/0000:b1:00.0/information"
+F0=$F
+F=$W
+testing "two models: GFD's labels for the one with most devices, and a count per model" "feat mixedmodel" \
+"$A100X2
+nvidia.com/gpu.product.NVIDIA-A100-80GB-PCIe=2
+nvidia.com/gpu.product.NVIDIA-A30=1
+"
+F=$F0
 testing "amdgpu (two MI210, an MI300X): the labeller's per-value counts" "feat amdgpu" \
 "amd.com/gpu.cu-count.104=2
 amd.com/gpu.cu-count.304=1
@@ -249,8 +264,10 @@ fi
 # agent a hidden directory in the root-owned features.d and links NAME to
 # its file; the agent then writes as nobody; nfd-worker reads the link.
 if [ "$(id -u)" = 0 ]; then
-	mkdir -p "$W/hfd"
-	FS="$FB gpu-node-agent --features-setup 65534:65534 --features-file $W/hfd/.gpu-node-agent/gpu-node-agent"
+	# as the deploy runs it: root with CAP_CHOWN only, its directory already
+	# made (root's, 0755) by the kubelet for the agent's own mount
+	mkdir -p "$W/hfd/.gpu-node-agent"
+	FS="setpriv --bounding-set=-all,+chown --inh-caps=-all $FB gpu-node-agent --features-setup 65534:65534 --features-file $W/hfd/.gpu-node-agent/gpu-node-agent"
 	testing "--features-setup: the hidden directory for nobody, the link" \
 		"$FS; stat -c '%U %a' $W/hfd/.gpu-node-agent; readlink $W/hfd/gpu-node-agent" \
 		"$W/hfd/gpu-node-agent -> .gpu-node-agent/gpu-node-agent (owner 65534:65534)\nnobody 755\n.gpu-node-agent/gpu-node-agent\n"
@@ -262,8 +279,18 @@ if [ "$(id -u)" = 0 ]; then
 	echo 'admin=label' >"$W/hfd/gpu-node-agent"
 	testing "--features-setup never replaces a file someone else put there" \
 		"$FS 2>&1 >/dev/null | grep -c 'is not a link'; $FS >/dev/null 2>&1; echo \$?; cat $W/hfd/gpu-node-agent" "1\n1\nadmin=label\n"
-	testing "--features-setup wants DIR/.SUB/NAME" \
-		"$FB gpu-node-agent --features-setup 65534:65534 --features-file $W/hfd/plain 2>&1 | grep -c 'hidden SUB'" "1\n"
+	testing "--features-setup wants DIR/.SUB/NAME; . and .. are no SUB" \
+		"for f in $W/hfd/plain $W/hfd/./x $W/hfd/../x; do $FB gpu-node-agent --features-setup 65534:65534 --features-file \$f 2>&1 | grep -c 'hidden SUB'; done; stat -c %U $W/hfd $W" "1\n1\n1\nroot\nroot\n"
+	# --features-verify: the agent's directory must be the one features.d
+	# names (through a read-only view), not one a link pointed the mount at
+	mkdir -p "$W/elsewhere"
+	testing "--features-verify: the right directory: written" \
+		"$GA --node-name n --host-prefix $F/gpu4/ --features-file $W/hfd/.gpu-node-agent/gpu-node-agent --features-verify $W/hfd/.gpu-node-agent >/dev/null 2>&1; echo \$?" "0\n"
+	testing "--features-verify: another directory (a link swapped in): not written, exit 1, said" \
+		"$GA --node-name n --host-prefix $F/gpu4/ --features-file $W/elsewhere/gpu-node-agent --features-verify $W/hfd/.gpu-node-agent >/dev/null 2>err; echo \$?; ls $W/elsewhere | wc -l; grep -c 'is not the directory' err" "1\n0\n1\n"
+	ln -s "$W/elsewhere" "$W/hfd/.swapped"
+	testing "--features-verify: a link in features.d is refused even when it leads there" \
+		"$GA --node-name n --host-prefix $F/gpu4/ --features-file $W/elsewhere/gpu-node-agent --features-verify $W/hfd/.swapped >/dev/null 2>&1; echo \$?; ls $W/elsewhere | wc -l" "1\n0\n"
 else
 	skip "--features-setup: it needs root (chown), and these tests run as uid $(id -u)"
 fi
