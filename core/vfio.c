@@ -1009,14 +1009,8 @@ static int real_state(void *ctx, const char *addr, char *driver, char *override)
 static int real_loaded(void *ctx, const char *driver)
 {
 	struct vfio_real *r = ctx;
-	char rel[128];
-	int fd;
 
-	snprintf(rel, sizeof(rel), "sys/bus/pci/drivers/%s", driver);
-	if ((fd = hostfs_open(r->h, rel, O_RDONLY | O_DIRECTORY)) < 0)
-		return 0;
-	close(fd);
-	return 1;
+	return registered(r->h, driver);
 }
 
 static int real_modprobe(void *ctx, const char *module)

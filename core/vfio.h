@@ -82,6 +82,7 @@ struct vfio_fn {
 	int linked;               /* a device link joins it to the device (consumer:/supplier:pci:) */
 	struct vfio_node node[VFIO_NODE_MAX];
 	size_t nnodes;
+	size_t nodes_dropped;     /* device nodes past VFIO_NODE_MAX: not looked for */
 	int nv_lock;              /* <host>/proc/driver/nvidia/gpus/<addr>/unbindLock exists */
 	/* the VFIO driver this function takes when the target is VFIO_AUTO ("" otherwise) */
 	char want[VFIO_DRV_MAX];

@@ -107,6 +107,10 @@ static void one_line(struct best *b, const char *line)
 		b->bad++;
 		return;
 	}
+	/* vfio_pci's own catch-all (v*d*sv*sd*bc*sc*i*, Linux 5.16 on) is no
+	 * variant: it is the fallback, and its module name no driver name */
+	if (strcmp(sp + 1, "vfio_pci") == 0)
+		return;
 	memcpy(p, pat, (size_t)(sp - pat));
 	p[sp - pat] = '\0';
 	stars = match(p, b->dev);

@@ -22,8 +22,10 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -94,8 +96,10 @@ static struct vfio_node *node_add(struct vfio_fn *f, unsigned maj, unsigned min)
 {
 	struct vfio_node *n;
 
-	if (f->nnodes == VFIO_NODE_MAX)
+	if (f->nnodes == VFIO_NODE_MAX) {
+		f->nodes_dropped++;
 		return NULL;
+	}
 	n = &f->node[f->nnodes++];
 	memset(n, 0, sizeof(*n));
 	n->maj = maj;
@@ -249,7 +253,7 @@ static void holder_add(struct scan *sc, size_t fn, const struct vfio_node *n)
 {
 	struct vfio_snap *s = sc->s;
 	struct vfio_holder *hd;
-	char rel[32];
+	char rel[32], comm[32];
 
 	for (size_t i = 0; i < s->nholders; i++)
 		if (s->holder[i].pid == sc->pid && s->holder[i].fn == (int)fn && !strcmp(s->holder[i].node, n->path))
@@ -263,11 +267,56 @@ static void holder_add(struct scan *sc, size_t fn, const struct vfio_node *n)
 	hd->fn = (int)fn;
 	snprintf(hd->node, sizeof(hd->node), "%s", n->path);
 	snprintf(rel, sizeof(rel), "%d/comm", sc->pid);
-	if (sysfs_read(sc->procfd, rel, hd->comm, sizeof(hd->comm)) < 0)
+	/* 15 characters and a newline fill 16 bytes: read into more */
+	if (sysfs_read(sc->procfd, rel, comm, sizeof(comm)) < 0)
 		snprintf(hd->comm, sizeof(hd->comm), "?");
+	else
+		snprintf(hd->comm, sizeof(hd->comm), "%.16s", comm);
 	for (char *p = hd->comm; *p; p++) /* it is the process's to choose: keep the output readable */
 		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f || *p == '"' || *p == '\\')
 			*p = '?';
+}
+
+/* statx(2) as the kernel lays it out (stable ABI; musl has no wrapper on
+ * every target): what chr_rdev needs, and room for the rest. */
+struct fb_statx {
+	uint32_t mask, blksize;
+	uint64_t attributes;
+	uint32_t nlink, uid, gid;
+	uint16_t mode, pad1;
+	uint64_t ino, size, blocks, attributes_mask;
+	struct {
+		int64_t sec;
+		uint32_t nsec;
+		int32_t pad;
+	} atime, btime, ctime, mtime;
+	uint32_t rdev_major, rdev_minor, dev_major, dev_minor;
+	uint64_t spare[20];
+};
+#define FB_AT_STATX_DONT_SYNC 0x4000
+#define FB_STATX_TYPE 0x1U
+
+/* 1 when the file an fd link names is a character device (its numbers in
+ * *maj, *min), 0 when not or unknown. With AT_STATX_DONT_SYNC: a FUSE or
+ * network file system answers from its cache instead of asking a server a
+ * local user may have stalled (stat through the link could hang the scan);
+ * plain fstatat only where the kernel has no statx. */
+static int chr_rdev(int dirfd, const char *name, unsigned *maj, unsigned *min)
+{
+	struct fb_statx sx;
+	struct stat st;
+
+	memset(&sx, 0, sizeof(sx));
+	if (syscall(SYS_statx, dirfd, name, FB_AT_STATX_DONT_SYNC, FB_STATX_TYPE, &sx) == 0) {
+		*maj = sx.rdev_major;
+		*min = sx.rdev_minor;
+		return S_ISCHR(sx.mode);
+	}
+	if (errno != ENOSYS || fstatat(dirfd, name, &st, 0) < 0)
+		return 0;
+	*maj = major(st.st_rdev);
+	*min = minor(st.st_rdev);
+	return S_ISCHR(st.st_mode);
 }
 
 static int fd_entry(void *ctx, const char *name, unsigned char type)
@@ -276,7 +325,7 @@ static int fd_entry(void *ctx, const char *name, unsigned char type)
 	struct vfio_snap *s = sc->s;
 	char link[256];
 	ssize_t n;
-	struct stat st;
+	unsigned maj = 0, min = 0;
 	int chr = -1; /* not stat'ed yet */
 
 	(void)type;
@@ -305,8 +354,8 @@ static int fd_entry(void *ctx, const char *name, unsigned char type)
 			if (strncmp(link, "/dev/", 5) != 0)
 				continue;
 			if (chr < 0)
-				chr = fstatat(sc->fdfd, name, &st, 0) == 0 && S_ISCHR(st.st_mode);
-			if (chr && major(st.st_rdev) == nd->maj && minor(st.st_rdev) == nd->min)
+				chr = chr_rdev(sc->fdfd, name, &maj, &min);
+			if (chr && maj == nd->maj && min == nd->min)
 				holder_add(sc, i, nd);
 		}
 	return 0;
@@ -343,15 +392,17 @@ static int pid_entry(void *ctx, const char *name, unsigned char type)
 void vfio_busy_scan_(const struct hostfs *h, struct vfio_snap *s)
 {
 	struct scan sc = { .h = h, .s = s };
-	size_t nodes = 0;
+	size_t nodes = 0, dropped = 0;
 	int rc;
 
 	s->nholders = s->holders = 0;
 	s->scan = VFIO_SCAN_DONE;
 	s->scan_why[0] = '\0';
 	for (size_t i = 0; i < s->n; i++) {
+		s->fn[i].nodes_dropped = 0;
 		fn_nodes(h, &s->fn[i]);
 		nodes += s->fn[i].nnodes;
+		dropped += s->fn[i].nodes_dropped;
 	}
 	if (!nodes)
 		return; /* nothing a process could hold */
@@ -373,5 +424,9 @@ void vfio_busy_scan_(const struct hostfs *h, struct vfio_snap *s)
 			 "%zu processes looked at; %zu whose open files we may not read (EACCES), %zu past the cap of %d "
 			 "processes, %zu files past the cap of %d",
 			 sc.pids, sc.denied, sc.pids_skipped, VFIO_SCAN_PIDS, sc.fds_skipped, VFIO_SCAN_FDS);
+	} else if (dropped) {
+		s->scan = VFIO_SCAN_PARTIAL;
+		snprintf(s->scan_why, sizeof(s->scan_why), "%zu device nodes past %d per function: not looked for",
+			 dropped, VFIO_NODE_MAX);
 	}
 }

@@ -274,6 +274,10 @@ testing "a process holds the GPU's DRM node: refused, exit 4, naming its pid and
 	"$VS --pci $GPU --to vfio-pci >out 2>$W/err.log; rc=\$?; j 'r[\"result\"], r[\"holders\"], r[\"busyCheck\"], \"in use: pid 4242 (Xorg) holds /dev/dri/card1 of $GPU\" in r[\"error\"]' <out; echo \$rc; grep -c 'refused: in use: pid 4242 (Xorg)' $W/err.log" \
 	"('refused', [{'pid': 4242, 'command': 'Xorg', 'node': '/dev/dri/card1', 'address': '$GPU'}], 'complete', True)\n4\n1\n"
 testing "the refusal wrote nothing" "tree; kernlog" "$before"
+holder 4250 qemu-system-x86 9 /dev/dri/renderD129
+testing "a 15-character command name (QEMU's: the kernel's longest) is named whole" \
+	"$VS --pci $GPU --to vfio-pci 2>/dev/null | j 'sorted(h[\"command\"] for h in r[\"holders\"])'" "['Xorg', 'qemu-system-x86']\n"
+rm -r "$T/proc/4250"
 testing "--dry-run shows the refusal (exit 4)" \
 	"$VS --pci $GPU --to vfio-pci --dry-run >out 2>/dev/null; rc=\$?; j 'r[\"result\"], len(r[\"holders\"])' <out; echo \$rc" \
 	"('refused', 1)\n4\n"
@@ -284,6 +288,13 @@ testing "two holders of two nodes: both named" \
 	"$VS --pci $GPU --to vfio-pci 2>/dev/null | j 'sorted((h[\"pid\"], h[\"node\"]) for h in r[\"holders\"])'" \
 	"[(4242, '/dev/dri/card1'), (4245, '/dev/dri/renderD129')]\n"
 rm -rf "$T/proc/4245"
+drm $GPU card7 226:7
+drm $GPU card8 226:8
+drm $GPU card9 226:9
+testing "more DRM nodes than it looks for: the check says partial" \
+	"$VS --pci $GPU --to vfio-pci --dry-run 2>/dev/null | j 'r[\"busyCheck\"]'" \
+	"partial: 1 device nodes past 4 per function: not looked for\n"
+rm -rf "$T/sys/bus/pci/devices/$GPU/drm/card7" "$T/sys/bus/pci/devices/$GPU/drm/card8" "$T/sys/bus/pci/devices/$GPU/drm/card9"
 testing "--force: switched past the holder, with a warning" \
 	"$VS --pci $GPU --to vfio-pci --force >out 2>$W/err.log; rc=\$?; j 'r[\"result\"], \"forced past: in use: pid 4242 (Xorg)\" in r[\"warning\"]' <out; echo \$rc; state $GPU" \
 	"('switched', True)\n0\nvfio-pci/vfio-pci\n"
@@ -361,9 +372,9 @@ fresh
 aliases
 testing "--to vfio --dry-run: the GPU to its variant (modprobe'd first), the HDA to vfio-pci, each saying why" \
 	"$VS --pci $GPU --to vfio --dry-run 2>/dev/null | j 'r[\"to\"], r[\"driver\"], r[\"driverChoice\"], [(f[\"to\"], f[\"driverChoice\"][:40]) for f in r[\"functions\"]], r[\"plan\"][0], r[\"plan\"][1]'" \
-	"('vfio', 'fbtest_gpu_vfio_pci', 'alias vfio_pci:v000010DEd00002204sv*sd*bc03sc*i* fbtest_gpu_vfio_pci (4 wildcard fields)', [('fbtest_gpu_vfio_pci', 'alias vfio_pci:v000010DEd00002204sv*sd*b'), ('vfio-pci', 'no variant matched (15 vfio_pci aliases ')], 'modprobe fbtest_gpu_vfio_pci', 'write $T/sys/bus/pci/devices/$GPU/driver_override: fbtest_gpu_vfio_pci')\n"
+	"('vfio', 'fbtest_gpu_vfio_pci', 'alias vfio_pci:v000010DEd00002204sv*sd*bc03sc*i* fbtest_gpu_vfio_pci (4 wildcard fields)', [('fbtest_gpu_vfio_pci', 'alias vfio_pci:v000010DEd00002204sv*sd*b'), ('vfio-pci', 'no variant matched (16 vfio_pci aliases ')], 'modprobe fbtest_gpu_vfio_pci', 'write $T/sys/bus/pci/devices/$GPU/driver_override: fbtest_gpu_vfio_pci')\n"
 testing "--to vfio, text: the choice and its alias line" "$VS --pci $GPU --to vfio --dry-run -o text 2>/dev/null | grep 'driver for'" \
-	"  driver for $GPU: fbtest_gpu_vfio_pci: alias vfio_pci:v000010DEd00002204sv*sd*bc03sc*i* fbtest_gpu_vfio_pci (4 wildcard fields)\n  driver for $HDA: vfio-pci: no variant matched (15 vfio_pci aliases in $T/lib/modules/6.1.0-fbtest/modules.alias, some lines unreadable); vfio-pci\n"
+	"  driver for $GPU: fbtest_gpu_vfio_pci: alias vfio_pci:v000010DEd00002204sv*sd*bc03sc*i* fbtest_gpu_vfio_pci (4 wildcard fields)\n  driver for $HDA: vfio-pci: no variant matched (16 vfio_pci aliases in $T/lib/modules/6.1.0-fbtest/modules.alias, some lines unreadable); vfio-pci\n"
 cat >"$W/bin/modprobe" <<EOF
 #!/bin/sh
 [ "\$1" = -q ] && shift
