@@ -811,7 +811,7 @@ static const struct opt agent_optv[] = {
 	{ .lo = "features-verify", .kind = OPT_STR, .off = AO(verify), .arg = "PATH",
 	  .help = "write --features-file only while its directory is PATH (a read-only view of it), "
 		  "not something a link there pointed the mount at" },
-	{ .lo = "features-expiry", .kind = OPT_DUR, .off = AO(expiry), .min = 60000, .arg = "DUR",
+	{ .lo = "features-expiry", .kind = OPT_DUR, .off = AO(expiry), .min = 1000, .arg = "DUR",
 	  .help = "the file's labels expire this long after its last rewrite (default 1h)" },
 	{ .lo = "resync", .kind = OPT_DUR, .off = AO(resync), .min = 100, .arg = "DUR",
 	  .help = "re-read the server's objects and rescan this often (default 5m)" },

@@ -114,6 +114,11 @@ struct json *pgpu_node_labels(const struct json *want);
 int pgpu_arch(unsigned vendor, unsigned device, const char *name, const char **arch, const char **cc);
 /* capabilities.computeAPI of a PCI vendor: CUDA, ROCm, oneAPI, MACA; NULL. */
 const char *pgpu_compute_api(unsigned vendor);
+/* The value of "Key: value" (a line of NVIDIA's
+ * /proc/driver/nvidia/gpus/<address>/information: "Model", "GPU UUID",
+ * "Device Minor") into out, white space trimmed; "" when the key is absent
+ * or the value does not fit. */
+void pgpu_nvidia_info(const char *text, const char *key, char *out, size_t size);
 /* The driver version in /proc/driver/nvidia/version's NVRM line
  * ("535.104.05") into out. Returns 0, or -1 when there is none. */
 int pgpu_nvidia_version(const char *text, char *out, size_t size);

@@ -227,8 +227,7 @@ int pgpu_drm_card_(const struct hostfs *h, const char *addr, struct pgpu_card *c
 	return 0;
 }
 
-/* "Key:  value" of NVIDIA's information file into out ("" when absent). */
-static void info_value(const char *text, const char *key, char *out, size_t size)
+void pgpu_nvidia_info(const char *text, const char *key, char *out, size_t size)
 {
 	size_t kl = strlen(key);
 
@@ -307,8 +306,8 @@ void pgpu_caps_(const struct pgpu_scan *s, const struct pci_dev *d, int fd, cons
 
 		snprintf(rel, sizeof(rel), "proc/driver/nvidia/gpus/%s/information", d->addr);
 		if (sysfs_host_alloc(s->h, rel, 16 << 10, &text) > 0) {
-			info_value(text, "Model", model, sizeof(model));
-			info_value(text, "GPU UUID", uuid, sizeof(uuid));
+			pgpu_nvidia_info(text, "Model", model, sizeof(model));
+			pgpu_nvidia_info(text, "GPU UUID", uuid, sizeof(uuid));
 			if (!plain(model))
 				model[0] = '\0';
 			if (strncmp(uuid, "GPU-", 4) != 0 || !plain(uuid))

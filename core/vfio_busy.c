@@ -16,6 +16,7 @@
  * process sees it. */
 #include "vfio_int.h"
 
+#include "pgpu.h"
 #include "sysfs.h"
 
 #include <errno.h>
@@ -113,61 +114,54 @@ struct drm_ctx {
 	int dfd;
 };
 
-static int drm_entry(void *ctx, const char *name, unsigned char type)
+/* The node of the class device NAME in c->dfd (its dev file), named in
+ * /dev/DIR. Returns 0 (for sysfs_dir_each). */
+static int dev_node(struct drm_ctx *c, const char *name, const char *dir)
 {
-	struct drm_ctx *c = ctx;
 	char rel[80], buf[32];
 	unsigned maj, min;
 	struct vfio_node *n;
+
+	snprintf(rel, sizeof(rel), "%s/dev", name);
+	if (sysfs_read(c->dfd, rel, buf, sizeof(buf)) < 0 || parse_majmin(buf, &maj, &min) < 0)
+		return 0;
+	if ((n = node_add(c->f, maj, min)))
+		node_path(c->h, dir, name, n);
+	return 0;
+}
+
+static int drm_entry(void *ctx, const char *name, unsigned char type)
+{
+	struct drm_ctx *c = ctx;
 
 	(void)type;
 	if (strncmp(name, "card", 4) != 0 && strncmp(name, "renderD", 7) != 0 && strncmp(name, "controlD", 8) != 0)
 		return 0;
 	if (strchr(name, '-') || strlen(name) > 24) /* a connector (card0-DP-1), not a node */
 		return 0;
-	snprintf(rel, sizeof(rel), "%s/dev", name);
-	if (sysfs_read(c->dfd, rel, buf, sizeof(buf)) < 0 || parse_majmin(buf, &maj, &min) < 0)
-		return 0;
-	if ((n = node_add(c->f, maj, min)))
-		node_path(c->h, "dri", name, n);
-	return 0;
+	return dev_node(c, name, "dri");
 }
 
-/* The "Device Minor:" of an NVIDIA information file, or -1. */
+/* The "Device Minor" of an NVIDIA information file, or -1. */
 static long nv_minor(const char *text)
 {
-	const char *p = strstr(text, "Device Minor:");
-	char *end;
-	long v;
+	char v[24], *end;
+	long m;
 
-	if (!p)
-		return -1;
-	p += 13;
-	while (*p == ' ' || *p == '\t')
-		p++;
+	pgpu_nvidia_info(text, "Device Minor", v, sizeof(v));
 	errno = 0;
-	v = strtol(p, &end, 10);
-	if (end == p || errno || v < 0 || v > 0xfffff || (*end && *end != '\n' && *end != ' '))
-		return -1;
-	return v;
+	m = strtol(v, &end, 10);
+	return end == v || *end || errno || m < 0 || m > 0xfffff ? -1 : m;
 }
 
 static int vfio_dev_entry(void *ctx, const char *name, unsigned char type)
 {
 	struct drm_ctx *c = ctx;
-	char rel[80], buf[32];
-	unsigned maj, min;
-	struct vfio_node *n;
 
 	(void)type;
 	if (strncmp(name, "vfio", 4) != 0 || strlen(name) > 24)
 		return 0;
-	snprintf(rel, sizeof(rel), "%s/dev", name);
-	if (sysfs_read(c->dfd, rel, buf, sizeof(buf)) < 0 || parse_majmin(buf, &maj, &min) < 0)
-		return 0;
-	if ((n = node_add(c->f, maj, min)))
-		node_path(c->h, "vfio/devices", name, n);
-	return 0;
+	return dev_node(c, name, "vfio/devices");
 }
 
 /* The nodes through which a VFIO user holds f: its group's and its cdev. */

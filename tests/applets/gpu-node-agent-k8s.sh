@@ -97,7 +97,8 @@ cp -r "$F/mixedgpu/." "$W/root/"
 chmod -R u+w "$W/root"
 printf '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"gpu-supported-vendors","namespace":"%s"},"data":{"nvidia":"10de"}}' $NSP |
 	k8s_ctl put /api/v1/namespaces/$NSP/configmaps/gpu-supported-vendors - >/dev/null
-$GA --resync 1s --port 0 --features-file "$W/fd/gpu-node-agent" >"$W/d.log" 2>&1 &
+# --features-expiry 4s: the file is rewritten every 2 s or so (half of it)
+$GA --resync 1s --port 0 --features-file "$W/fd/gpu-node-agent" --features-expiry 4s >"$W/d.log" 2>&1 &
 apid=$!
 # the vendors' labels file: its label keys, "-" when it has none
 featkeys() { grep -v '^#' "$W/fd/gpu-node-agent" 2>/dev/null | cut -d= -f1 | grep -E '^(nvidia.com/gpu.(count|product)|amd.com/gpu.device-id)$' | tr '\n' ' ' | sed 's/ $//'; }
@@ -105,6 +106,10 @@ check "daemon: nvidia only, the gpu4 objects gone" wait_for 15 is \
 	"node1-0000-01-00-0 node1-0000-02-00-0 node2-0000-17-00-0" names
 check "daemon: Node vendor=nvidia" wait_for 5 is "gpu.deckhouse.io/vendor=nvidia gpu.deckhouse.io/vendor.nvidia=true" nodelabels
 check "daemon: the vendors' labels file, NVIDIA's" wait_for 5 is "nvidia.com/gpu.count nvidia.com/gpu.product" featkeys
+expiry() { sed -n 's/^# +expiry-time=//p' "$W/fd/gpu-node-agent" 2>/dev/null; }
+e0=$(expiry)
+expiry_moved() { local e; e=$(expiry); [ -n "$e" ] && [ "$e" \> "$e0" ]; }
+check "the same labels are rewritten before they expire: the expiry moves on (was $e0)" wait_for 20 expiry_moved
 port=$(sed -n 's/.*on port \([0-9]*\).*/\1/p' "$W/d.log")
 testing "/healthz and /readyz answer 200" \
 	"curl -s -o /dev/null -w '%{http_code} ' http://127.0.0.1:$port/healthz; curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/readyz" "200 200"

@@ -173,13 +173,19 @@ same "vfio-switch --dry-run: no uevent at all (nothing bound, unbound or loaded)
 # command, found through /proc/PID/fd by the node's st_rdev; nothing moves
 card=$(ls /sys/bus/pci/devices/$bochs/drm | grep '^card[0-9]*$' | head -n 1)
 ok "the display has a DRM card node ($card)" test -c "/dev/dri/$card"
-sleep 1000 <"/dev/dri/$card" &
-holder=$!
-i=0 # the child opens the node and then execs sleep: wait for both
-while [ $i -lt 200 ] && { [ "$(readlink /proc/$holder/fd/0)" != "/dev/dri/$card" ] || [ "$(cat /proc/$holder/comm)" != sleep ]; }; do
-	sleep 0.05
-	i=$((i + 1))
-done
+# hold NODE: a sleep with NODE open as its stdin, in $holder once the child
+# has opened it and exec'd sleep (polled, at most 60 s, as the USB wait)
+hold() {
+	local i=0
+	sleep 1000 <"$1" &
+	holder=$!
+	while [ $i -lt 600 ] && { [ "$(readlink /proc/$holder/fd/0)" != "$1" ] || [ "$(cat /proc/$holder/comm)" != sleep ]; }; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	same "a sleep (pid $holder) holds $1" "$(readlink /proc/$holder/fd/0) $(cat /proc/$holder/comm)" "$1 sleep"
+}
+hold "/dev/dri/$card"
 featurebox vfio-switch --pci $bochs --to vfio-pci --dry-run >/tmp/busy-dry.json 2>>/tmp/vs.err
 same "vfio-switch --dry-run while pid $holder holds /dev/dri/$card: exit 4, the refusal shown" \
 	"$? $(grep -c "\"error\":\"in use: pid $holder (sleep) holds /dev/dri/$card of $bochs" /tmp/busy-dry.json)" "4 1"
@@ -210,13 +216,7 @@ same "a second identical call exits 0 and changes nothing" "$? $(grep -o '"resul
 same "the second call caused no uevent (no unbind, no rebind)" "$(seq)" "$s0"
 # a VFIO user (here a sleep holding the group's /dev/vfio/N, as QEMU does):
 # back to the host is refused, naming it
-sleep 1000 <"/dev/vfio/$group" &
-holder=$!
-i=0
-while [ $i -lt 200 ] && { [ "$(readlink /proc/$holder/fd/0)" != "/dev/vfio/$group" ] || [ "$(cat /proc/$holder/comm)" != sleep ]; }; do
-	sleep 0.05
-	i=$((i + 1))
-done
+hold "/dev/vfio/$group"
 featurebox vfio-switch --pci $bochs --to default >/tmp/busy2.json 2>>/tmp/vs.err
 same "vfio-switch --to default while pid $holder holds /dev/vfio/$group: refused, exit 4, named" \
 	"$? $(grep -c "in use: pid $holder (sleep) holds /dev/vfio/$group of $bochs" /tmp/busy2.json) $(drv $bochs) $(seq)" "4 1 vfio-pci $s0"
