@@ -46,7 +46,16 @@ else ifeq ($(FLAVOUR),check)
   BIN := $(B)/featurebox
 else
   B := build/$(ARCH)
-  OPT := -Os -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables -fno-unwind-tables
+  # Size is the goal (scripts/size-report --check holds the budgets): -Oz,
+  # no unwind tables, each function and object in its own section for
+  # --gc-sections, not position-independent (a static binary is loaded at
+  # its link address), and link-time optimisation across our code and the
+  # libraries. The objects are fat (they keep their machine code as well),
+  # so the unit-test binaries link without LTO: one whole-program
+  # optimisation per test binary would cost minutes and gain nothing.
+  OPT := -Oz -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables -fno-unwind-tables \
+	-fno-pie -flto -ffat-lto-objects
+  LTO_LINK := -flto=auto
   ifeq ($(ARCH),$(HOST_ARCH))
     CC := musl-gcc
     CROSS :=
@@ -66,12 +75,22 @@ else
   else
     $(error unknown ARCH=$(ARCH): use x86_64, aarch64 or armhf)
   endif
-  AR := $(CROSS)ar
+  # gcc-ar: the archive index must list the symbols of LTO objects
+  AR := $(CROSS)gcc-ar
   STRIP := $(CROSS)strip
   TP_CFLAGS := $(OPT)
-  LDFLAGS_FB := -static -Wl,--gc-sections -Wl,--build-id=none
+  LDFLAGS_FB := -static -no-pie -Wl,--gc-sections -Wl,--build-id=none
   ifeq ($(ARCH),aarch64)
+    # the tiny code model addresses data with one ADR instead of ADRP+ADD:
+    # the whole image must fit in 1 MiB, which the size budget keeps it far
+    # below (the link fails, "relocation truncated", if it ever does not)
+    OPT += -mcmodel=tiny
     LDFLAGS_FB += -Wl,-z,max-page-size=4096
+  endif
+  ifeq ($(ARCH),x86_64)
+    # code and read-only data share one segment, as on aarch64 and armhf:
+    # the separate-code layout pads each of them to a page
+    LDFLAGS_FB += -Wl,-z,noseparate-code
   endif
 endif
 
@@ -132,7 +151,7 @@ build/check/tests/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_OBJ) $(LIBS)
 	$(CC) $(CFLAGS_FB) $(LDFLAGS_FB) -o $@ $< $(CORE_OBJ) $(LIBS) $(LDLIBS)
 else
 $(B)/featurebox.unstripped: $(MAIN_OBJ) $(APPLET_OBJ) $(CORE_OBJ) $(LIBS)
-	$(CC) $(OPT) $(LDFLAGS_FB) -o $@ $^ $(LDLIBS)
+	$(CC) $(OPT) $(LTO_LINK) $(LDFLAGS_FB) -o $@ $^ $(LDLIBS)
 
 # the unit tests as static binaries of this arch (tests/run runs the aarch64
 # ones under qemu-user): `make ARCH=aarch64 unit-bins`
@@ -140,7 +159,7 @@ unit-bins: $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
 $(B)/tests/test_%: tests/unit/test_%.c tests/unit/t.h $(CORE_OBJ) $(LIBS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_FB) -Wno-missing-field-initializers -Itests/unit $(LDFLAGS_FB) -o $@ $< $(CORE_OBJ) $(LIBS) $(LDLIBS)
+	$(CC) $(CFLAGS_FB) -fno-lto -Wno-missing-field-initializers -Itests/unit $(LDFLAGS_FB) -o $@ $< $(CORE_OBJ) $(LIBS) $(LDLIBS)
 
 $(BIN): $(B)/featurebox.unstripped
 	$(STRIP) --strip-all -o $@ $<
