@@ -18,7 +18,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -792,14 +791,14 @@ F(fn_int64)
 F(fn_regexmatch)
 {
 	char err[128];
-	regex_t re;
+	struct re re;
 	int rc, m;
 
 	(void)n;
-	if ((rc = re_compile(&re, a[0]->s, REG_NOSUB, err, sizeof(err))) < 0)
+	if ((rc = re_compile(&re, a[0]->s, err, sizeof(err))) < 0)
 		return rc == -FB_ENOMEM ? rc : tmpl_bad_(x, "error calling regexMatch: %s", err);
-	m = regexec(&re, a[1]->s, 0, NULL, 0) == 0;
-	regfree(&re);
+	m = re_matches(&re, a[1]->s) > 0;
+	re_free(&re);
 	return set_bool(x, m, res);
 }
 

@@ -818,8 +818,8 @@ static void test_re(void)
 {
 	for (size_t i = 0; i < sizeof(res) / sizeof(res[0]); i++) {
 		char name[160], err[160];
-		regex_t re;
-		int rc = re_compile(&re, res[i].pattern, REG_NOSUB, err, sizeof(err)), got;
+		struct re re;
+		int rc = re_compile(&re, res[i].pattern, err, sizeof(err)), got;
 
 		char subj[64] = "";
 
@@ -827,8 +827,8 @@ static void test_re(void)
 			snprintf(subj + strlen(subj), sizeof(subj) - strlen(subj), *p == '\n' ? "\\n" : *p == '\t' ? "\\t" : "%c", *p);
 		snprintf(name, sizeof(name), "re: /%s/ on \"%s\"", res[i].pattern, subj);
 		if (rc == 0) {
-			got = regexec(&re, res[i].subject, 0, NULL, 0) == 0;
-			regfree(&re);
+			got = re_matches(&re, res[i].subject);
+			re_free(&re);
 		} else {
 			got = rc == -FB_EINVAL ? -1 : -2;
 		}
