@@ -180,7 +180,7 @@ void nfdsrc_custom(const struct json *rules, const char *custom_dir, struct feat
 		   struct json *labels, const struct fb_log *lg);
 
 /* core.labelWhiteList: compiles the RE2 pattern into re through re_compile
- * (unanchored as upstream; what has no POSIX equivalent is refused, see
+ * (unanchored as upstream; what re.h cannot match exactly is refused, see
  * re.h). Returns 1 when re was compiled (re_free it), 0 for "" (no
  * whitelist: every label passes, as upstream's empty default), -FB_EINVAL
  * with ei filled, or -FB_ENOMEM. */

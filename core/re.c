@@ -261,9 +261,9 @@ static void literal(struct rx *x, int c)
 	buf_put(&x->o, t, sizeof(t));
 }
 
-/* A T_REP for the quantifier of length n at p. musl's regcomp refused a
- * count over 255 (its RE_DUP_MAX), after the checks here: kept, with its
- * message, so the same patterns are accepted. */
+/* A T_REP for the quantifier at p (* + ? or a checked {...}). musl's
+ * regcomp refused a count over 255 (its RE_DUP_MAX), after the checks
+ * here: kept, with its message, so the same patterns are accepted. */
 static void emit_rep(struct rx *x, const char *p)
 {
 	long min = *p == '+', max = *p == '?' ? 1 : REP_INF;
@@ -286,10 +286,11 @@ static void emit_rep(struct rx *x, const char *p)
 #define RE_NEST 100
 
 /* What one open group holds: the most copies a repeat inside it makes
- * (RE2 caps nested products at 1000; regcomp unrolls them), and what its
- * alternatives are made of. musl's regexec misses matches when an anchor
- * that fails could have been skipped, so a pattern where that can happen
- * is refused: an anchored alternative next to one that can match empty
+ * (RE2 caps nested products at 1000; compile() copies them), and what its
+ * alternatives are made of. musl's regexec, which this replaced, missed
+ * matches when an anchor that fails could have been skipped, so a pattern
+ * where that can happen was refused, and still is (the same patterns are
+ * accepted): an anchored alternative next to one that can match empty
  * ((^|a?), $^|b) or an optional group holding an anchor ((a?^)?, (^a)*).
  * cur describes the alternative being read, alts the ones before it. */
 enum { A_ANCH = 1, A_SOLID = 2 };                          /* cur */

@@ -9,7 +9,7 @@
  *   rule upstream would only fail on some nodes fails here on all of them.
  * - Expressions of a set are evaluated in document order (Go: map order,
  *   random), which only decides which of two run-time errors is reported.
- * - Regular expressions are RE2 translated to POSIX (core/re.h).
+ * - Regular expressions are RE2, the subset core/re.h matches exactly.
  * - Templates run on core/tmpl: Go's text/template language with
  *   missingkey=error and the Sprig functions upstream's rules use (the
  *   README lists them); anything else is a compile error naming it. The

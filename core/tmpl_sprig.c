@@ -7,7 +7,7 @@
  * nindent toString splitList split join list first last rest initial has
  * uniq sortAlpha default empty coalesce ternary add add1 sub mul div mod max
  * min atoi int int64 regexMatch dict get hasKey. upper, lower and title
- * change ASCII letters only. regexMatch takes RE2 as core/re.h translates
+ * change ASCII letters only. regexMatch takes RE2 as core/re.h compiles
  * it; a pattern it refuses is an error (Sprig: false for a pattern Go
  * refuses). Any other Sprig function is not defined: a parse error. */
 #include "tmpl_int.h"
