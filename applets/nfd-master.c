@@ -137,13 +137,13 @@
 #include "../core/nfstore.h"
 #include "../core/nodelabels.h"
 #include "../core/opt.h"
+#include "../core/re.h"
 #include "../core/rules.h"
 #include "../core/sysfs.h"
 #include "../core/version.h"
 #include "../core/yaml.h"
 
 #include <fcntl.h>
-#include <regex.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,7 +197,7 @@ struct master {
 	    m_rule_time, m_rule_errors, m_gc_deleted, m_gc_failed, m_leader;
 	char ns[254];
 	struct nl_policy pol;
-	regex_t whitelist;
+	struct re whitelist;
 	int have_whitelist, no_publish, leader_election, leading, groups;
 	long long resync_ms, gc_ms;
 	struct lease *lease;
@@ -1168,7 +1168,7 @@ static void master_teardown(struct master *m)
 	kube_free(m->k);
 	loop_free(m->l);
 	if (m->have_whitelist)
-		regfree(&m->whitelist);
+		re_free(&m->whitelist);
 }
 
 /* ---- main --------------------------------------------------------------- */

@@ -89,13 +89,13 @@
 #include "../core/nfdsrc.h"
 #include "../core/nodelabels.h"
 #include "../core/opt.h"
+#include "../core/re.h"
 #include "../core/sysfs.h"
 #include "../core/version.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,7 +138,7 @@ struct worker {
 	struct nfd_worker_config cfg;
 	struct nfdsrc_config src;
 	unsigned long long feat_mask, label_mask;
-	regex_t whitelist;
+	struct re whitelist;
 	int have_whitelist;
 	const char *features_dir, *hooks_dir, *custom_dir;
 	int standalone;
@@ -1180,7 +1180,7 @@ static void worker_free(struct worker *w)
 	kube_free(w->k);
 	loop_free(w->l);
 	if (w->have_whitelist)
-		regfree(&w->whitelist);
+		re_free(&w->whitelist);
 	nfdconf_free(&w->cfg);
 }
 

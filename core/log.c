@@ -1,7 +1,7 @@
 #include "log.h"
 
+#include <ctype.h>
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,6 +23,125 @@ static int sev_rank(char sev)
 	return sev == 'E' ? 2 : sev == 'W' ? 1 : 0;
 }
 
+/* The ']' that closes the bracket expression at p (its '['), or NULL when
+ * there is none: then '[' is a literal. As musl's fnmatch reads it: a ']'
+ * right after the '[' (or "[!" "[^") is a member, and so is any inside
+ * [:class:], [.x.] or [=x=]. */
+static const char *bracket_end(const char *p)
+{
+	size_t k = 1;
+
+	k += p[k] == '^' || p[k] == '!';
+	k += p[k] == ']';
+	for (; p[k] && p[k] != ']'; k++) {
+		if (p[k] == '[' && (p[k + 1] == ':' || p[k + 1] == '.' || p[k + 1] == '=')) {
+			char z = p[k + 1];
+
+			k += 2;
+			k += p[k] != '\0';
+			while (p[k] && (p[k - 1] != z || p[k] != ']'))
+				k++;
+			if (!p[k])
+				break;
+		}
+	}
+	return p[k] ? p + k : NULL;
+}
+
+static int class_has(const char *name, size_t len, int c)
+{
+	static const char names[] = "alnum\0alpha\0blank\0cntrl\0digit\0graph\0lower\0print\0punct\0space\0upper\0xdigit";
+	static int (*const is[])(int) = { isalnum, isalpha, isblank, iscntrl, isdigit, isgraph,
+					  islower, isprint, ispunct, isspace, isupper, isxdigit };
+	const char *n = names;
+
+	for (size_t i = 0; i < sizeof(is) / sizeof(is[0]); i++, n += strlen(n) + 1)
+		if (strlen(n) == len && memcmp(n, name, len) == 0)
+			return c < 128 && is[i](c);
+	return 0;
+}
+
+/* Whether byte c is in the bracket expression at p (closed: bracket_end),
+ * as musl's fnmatch decides it: a range starts at the literal before its
+ * '-' (the byte before the list when there is none) and its end is read
+ * once more as a literal; [.x.] and [=x=] match nothing. */
+static int in_bracket(const char *p, unsigned char c)
+{
+	int inv = 0;
+	unsigned char lo;
+
+	p++;
+	if (*p == '^' || *p == '!') {
+		inv = 1;
+		p++;
+	}
+	if (*p == ']' || *p == '-') {
+		if (c == (unsigned char)*p)
+			return !inv;
+		p++;
+	}
+	lo = (unsigned char)p[-1];
+	for (; *p != ']'; p++) {
+		if (p[0] == '-' && p[1] != ']') {
+			if (lo <= (unsigned char)p[1] && c >= lo && c <= (unsigned char)p[1])
+				return !inv;
+			continue;
+		}
+		if (p[0] == '[' && (p[1] == ':' || p[1] == '.' || p[1] == '=')) {
+			const char *name = p + 2;
+			char z = p[1];
+
+			for (p += 3; p[-1] != z || p[0] != ']'; p++)
+				;
+			if (z == ':' && class_has(name, (size_t)(p - 1 - name), c))
+				return !inv;
+			continue;
+		}
+		lo = (unsigned char)*p;
+		if (c == lo)
+			return !inv;
+	}
+	return inv;
+}
+
+int log_glob_(const char *p, const char *s)
+{
+	const char *star = NULL, *from = NULL;
+
+	for (;;) {
+		const char *end;
+		size_t step = 1;
+		int ok;
+
+		if (*p == '*') {
+			star = ++p;
+			from = s;
+			continue;
+		}
+		if (!*p && !*s)
+			return 1;
+		if (!*p || !*s)
+			ok = 0;
+		else if (*p == '?')
+			ok = 1;
+		else if (*p == '[' && (end = bracket_end(p)))
+			ok = in_bracket(p, (unsigned char)*s), step = (size_t)(end + 1 - p);
+		else if (*p == '\\' && p[1])
+			ok = p[1] == *s, step = 2; /* an escaped byte; a trailing \\ is itself */
+		else
+			ok = *p == *s;
+		if (ok) {
+			p += step;
+			s++;
+		} else if (star && *from) {
+			p = star;
+			s = ++from;
+		} else {
+			return 0;
+		}
+	}
+}
+
 int log_v_on_(const struct fb_log *lg, int n, const char *file)
 {
 	const char *p = lg->vmodule, *base = strrchr(file, '/');
@@ -42,7 +161,7 @@ int log_v_on_(const struct fb_log *lg, int n, const char *file)
 		if (eq && (size_t)(eq - p) < sizeof(pat)) {
 			memcpy(pat, p, (size_t)(eq - p));
 			pat[eq - p] = '\0';
-			if (fnmatch(pat, strchr(pat, '/') ? file : name, 0) == 0)
+			if (log_glob_(pat, strchr(pat, '/') ? file : name))
 				return atoi(eq + 1) >= n;
 		}
 		p += len + (end != NULL);

@@ -35,6 +35,11 @@ const char *log_escape(const char *s, size_t len, char *out, size_t size);
  * on its base name without ".c", or on the path when the pattern has a '/'). */
 int log_v_on_(const struct fb_log *lg, int n, const char *file);
 
+/* Whether the glob p matches all of s, as fnmatch(p, s, 0) in musl (bytes:
+ * * ? [...] with [!...] [^...] ranges and [:class:] (ASCII), backslash
+ * escapes): musl's own pulls in the wide-character class and case tables. */
+int log_glob_(const char *p, const char *s);
+
 #define LOG_V(lg, n, ...) \
 	do { \
 		if (log_v_on_((lg), (n), __FILE__)) \

@@ -83,20 +83,20 @@ void nfdsrc_config_init(struct nfdsrc_config *c)
 
 /* ---- label checks ----------------------------------------------------- */
 
-int nfdsrc_whitelist_setup(regex_t *re, const char *pattern, struct fb_errinfo *ei)
+int nfdsrc_whitelist_setup(struct re *re, const char *pattern, struct fb_errinfo *ei)
 {
 	char msg[128];
 	int rc;
 
 	if (!pattern || !pattern[0])
 		return 0;
-	rc = re_compile(re, pattern, REG_NOSUB, msg, sizeof(msg));
+	rc = re_compile(re, pattern, msg, sizeof(msg));
 	if (rc == -FB_EINVAL)
 		return fb_errinfo_set(ei, FB_EINVAL, 0, "core.labelWhiteList", msg);
 	return rc < 0 ? rc : 1;
 }
 
-int nfdsrc_labels_filter(struct json *labels, const regex_t *whitelist, const struct fb_log *lg)
+int nfdsrc_labels_filter(struct json *labels, const struct re *whitelist, const struct fb_log *lg)
 {
 	int dropped = 0;
 
@@ -111,7 +111,7 @@ int nfdsrc_labels_filter(struct json *labels, const regex_t *whitelist, const st
 		else if (!val || !labels_valid_value(val, strlen(val)))
 			why = "invalid label value";
 		else if (whitelist &&
-			 regexec(whitelist, (slash = strchr(name, '/')) ? slash + 1 : name, 0, NULL, 0) != 0)
+			 re_matches(whitelist, (slash = strchr(name, '/')) ? slash + 1 : name) <= 0)
 			why = "does not match the label whitelist";
 		if (!why)
 			continue;

@@ -27,7 +27,7 @@
 #include "pci.h"
 #include "usb.h"
 
-#include <regex.h>
+struct re;
 #include <stddef.h>
 
 #define NFDSRC_LABEL_NS "feature.node.kubernetes.io"
@@ -180,17 +180,17 @@ void nfdsrc_custom(const struct json *rules, const char *custom_dir, struct feat
 		   struct json *labels, const struct fb_log *lg);
 
 /* core.labelWhiteList: compiles the RE2 pattern into re through re_compile
- * (unanchored as upstream; what has no POSIX equivalent is refused, see
- * re.h). Returns 1 when re was compiled (regfree it), 0 for "" (no
+ * (unanchored as upstream; what re.h cannot match exactly is refused, see
+ * re.h). Returns 1 when re was compiled (re_free it), 0 for "" (no
  * whitelist: every label passes, as upstream's empty default), -FB_EINVAL
  * with ei filled, or -FB_ENOMEM. */
-int nfdsrc_whitelist_setup(regex_t *re, const char *pattern, struct fb_errinfo *ei);
+int nfdsrc_whitelist_setup(struct re *re, const char *pattern, struct fb_errinfo *ei);
 
 /* Drops, with an info line naming each, every label whose key is not a
  * qualified name ([prefix/]name, name <= 63), whose value is not a valid
  * label value (<= 63), or whose name part (after the '/') the whitelist
  * (NULL: none) does not match, as upstream's worker does. Nothing is ever
  * truncated. Returns how many were dropped, or -FB_ENOMEM. */
-int nfdsrc_labels_filter(struct json *labels, const regex_t *whitelist, const struct fb_log *lg);
+int nfdsrc_labels_filter(struct json *labels, const struct re *whitelist, const struct fb_log *lg);
 
 #endif

@@ -21,7 +21,7 @@
 #include "json.h"
 #include "log.h"
 
-#include <regex.h>
+struct re;
 #include <stddef.h>
 
 struct kube;
@@ -37,7 +37,7 @@ struct nl_policy {
 	size_t n_extra;
 	const char *const *deny_ns;        /* --deny-label-ns: exact, or "*.suffix" */
 	size_t n_deny;
-	const regex_t *label_whitelist;    /* on the name part; NULL: everything */
+	const struct re *label_whitelist; /* on the name part; NULL: everything */
 	int enable_taints;                 /* --enable-taints */
 	int allow_overwrite;               /* restrictions.allowOverwrite (default 1):
 					    * replace a value NFD does not manage */

@@ -7,8 +7,8 @@
 #include "nodelabels_int.h"
 
 #include "labels.h"
+#include "re.h"
 
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,7 +227,7 @@ int nl_removable_(const struct nl_policy *p, enum nl_kind k, const char *key, in
 	if ((ns_kubernetes(key, nslen) || ns_within(key, nslen, "k8s.io")) && !ns_within(key, nslen, NL_DEFAULT_NS) &&
 	    !(k == NL_LABEL && ns_within(key, nslen, NL_PROFILE_NS)))
 		return 0;
-	return k != NL_LABEL || !p->label_whitelist || regexec(p->label_whitelist, slash + 1, 0, NULL, 0) == 0;
+	return k != NL_LABEL || !p->label_whitelist || re_matches(p->label_whitelist, slash + 1) > 0;
 }
 
 /* "@<domain>.<feature>.<element>" from the attribute features (borrowed), or
@@ -278,7 +278,7 @@ static const char *check(const struct nl_policy *p, enum nl_kind k, const char *
 	if (k == NL_LABEL) {
 		if (!labels_valid_value(value, strlen(value)))
 			return "invalid value: at most 63 characters [A-Za-z0-9._-], alphanumeric at both ends";
-		if (p->label_whitelist && regexec(p->label_whitelist, slash ? slash + 1 : key, 0, NULL, 0) != 0)
+		if (p->label_whitelist && re_matches(p->label_whitelist, slash ? slash + 1 : key) <= 0)
 			return "name does not match the label whitelist";
 		return NULL;
 	}

@@ -1,7 +1,10 @@
-/* re: RE2 syntax translated to POSIX extended regular expressions (see re.h).
- * Bracket expressions and the shorthand classes go through a 127-bit set and
- * are written back in the one order ERE reads unambiguously (']' first, '['
- * '^' '-' last), so escapes such as [\]\-] need no case analysis. */
+/* re: RE2 syntax checked and compiled to a Thompson NFA (see re.h).
+ * translate() reads the pattern once, refusing what re.h lists, and writes
+ * a token string (struct rx's o): T_LIT, T_SET with its 256-bit set, T_BOL,
+ * T_EOL, parentheses, T_ALT and T_REP after the atom it repeats. compile()
+ * turns the tokens into instructions by recursive descent, repeating an
+ * atom by reading its tokens again; re_matches() runs them with one state
+ * set per subject position (Pike's simulation without captures). */
 #include "re.h"
 
 #include "buf.h"
@@ -12,6 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum { T_LIT = 1, T_SET, T_BOL, T_EOL, T_LP, T_RP, T_ALT, T_REP };
+#define REP_INF 0xffff
+#define SET_BYTES 32
+
 /* ASCII 1..127 (a C string cannot hold NUL) */
 struct cset {
 	unsigned char b[16];
@@ -19,10 +26,11 @@ struct cset {
 
 struct rx {
 	const char *p;
-	struct buf o;
+	struct buf o;         /* the tokens */
 	char *err;
 	size_t errsize;
-	int failed;
+	int failed, icase;
+	const char *late;     /* refused once the whole pattern reads well */
 };
 
 /* Records why the pattern is refused (the first reason wins); returns -1. */
@@ -50,11 +58,6 @@ static int cs_has(const struct cset *cs, int c)
 	return cs->b[c >> 3] >> (c & 7) & 1;
 }
 
-static void cs_del(struct cset *cs, int c)
-{
-	cs->b[c >> 3] &= (unsigned char)~(1u << (c & 7));
-}
-
 /* \d \w \s (and upper case: negated) as RE2 defines them: ASCII only. */
 static int shorthand(char c, struct cset *cs, int *neg)
 {
@@ -80,55 +83,35 @@ static int shorthand(char c, struct cset *cs, int *neg)
 	return 1;
 }
 
-/* Writes the set as one ERE bracket expression (or a lone escaped char). */
-static void emit_set(struct rx *x, const struct cset *in, int neg)
+static int ascii_alpha(int c)
 {
-	struct cset cs = *in;
-	int rb = cs_has(&cs, ']'), lb = cs_has(&cs, '['), caret = cs_has(&cs, '^'), dash = cs_has(&cs, '-');
-	int rest = 0;
+	return (c | 0x20) >= 'a' && (c | 0x20) <= 'z';
+}
 
-	cs_del(&cs, ']');
-	cs_del(&cs, '[');
-	cs_del(&cs, '^');
-	cs_del(&cs, '-');
-	for (int c = 1; c < 128; c++)
-		rest |= cs_has(&cs, c);
-	if (!neg && !rest && !rb && !lb) {
-		/* what is left cannot open a bracket: ^ would negate it */
-		if (caret && !dash)
-			buf_put(&x->o, "\\^", 2);
-		else if (dash && !caret)
-			buf_putc(&x->o, '-');
-		else if (dash)
-			buf_put(&x->o, "[-^]", 4);
-		else
-			fail(x, "empty character class");
+/* Writes the set as one T_SET: folded with (?i) first, then negated (over
+ * every byte, newline included, as [^a] in RE2). */
+static void emit_set(struct rx *x, const struct cset *cs, int neg)
+{
+	unsigned char set[SET_BYTES] = { 0 };
+	int any = 0;
+
+	for (int c = 1; c < 128; c++) {
+		if (!cs_has(cs, c))
+			continue;
+		any = 1;
+		set[c >> 3] |= (unsigned char)(1u << (c & 7));
+		if (x->icase && ascii_alpha(c))
+			set[(c ^ 0x20) >> 3] |= (unsigned char)(1u << ((c ^ 0x20) & 7));
+	}
+	if (!any && !neg) {
+		fail(x, "empty character class");
 		return;
 	}
-	buf_put(&x->o, neg ? "[^" : "[", neg ? 2 : 1);
-	if (rb)
-		buf_putc(&x->o, ']');
-	for (int c = 1; c < 128; c++) {
-		int e = c;
-
-		if (!cs_has(&cs, c))
-			continue;
-		while (e + 1 < 128 && cs_has(&cs, e + 1))
-			e++;
-		buf_putc(&x->o, (char)c);
-		if (e > c + 1)
-			buf_putc(&x->o, '-');
-		if (e > c)
-			buf_putc(&x->o, (char)e);
-		c = e;
-	}
-	if (lb)
-		buf_putc(&x->o, '[');
-	if (caret)
-		buf_putc(&x->o, '^');
-	if (dash)
-		buf_putc(&x->o, '-');
-	buf_putc(&x->o, ']');
+	for (int i = 0; neg && i < SET_BYTES; i++)
+		set[i] = (unsigned char)~set[i];
+	set[0] &= 0xfe; /* NUL ends the subject */
+	buf_putc(&x->o, T_SET);
+	buf_put(&x->o, set, sizeof(set));
 }
 
 static int hexval(char c)
@@ -273,18 +256,41 @@ static size_t repeat_len(const char *p, long *count)
 
 static void literal(struct rx *x, int c)
 {
-	if (strchr(".[()*+?{}|^$\\", c))
-		buf_putc(&x->o, '\\');
-	buf_putc(&x->o, (char)c);
+	char t[3] = { T_LIT, (char)c, (char)(x->icase && ascii_alpha(c) ? c ^ 0x20 : c) };
+
+	buf_put(&x->o, t, sizeof(t));
+}
+
+/* A T_REP for the quantifier at p (* + ? or a checked {...}). musl's
+ * regcomp refused a count over 255 (its RE_DUP_MAX), after the checks
+ * here: kept, with its message, so the same patterns are accepted. */
+static void emit_rep(struct rx *x, const char *p)
+{
+	long min = *p == '+', max = *p == '?' ? 1 : REP_INF;
+	char *e;
+
+	if (*p == '{') {
+		min = max = strtol(p + 1, &e, 10);
+		if (*e == ',')
+			max = isdigit((unsigned char)e[1]) ? strtol(e + 1, NULL, 10) : REP_INF;
+		if ((min > 255 || (max > 255 && max != REP_INF)) && !x->late)
+			x->late = "Invalid contents of {}";
+	}
+	buf_putc(&x->o, T_REP);
+	buf_putc(&x->o, (char)(min & 0xff));
+	buf_putc(&x->o, (char)(min >> 8));
+	buf_putc(&x->o, (char)(max & 0xff));
+	buf_putc(&x->o, (char)(max >> 8));
 }
 
 #define RE_NEST 100
 
 /* What one open group holds: the most copies a repeat inside it makes
- * (RE2 caps nested products at 1000; regcomp unrolls them), and what its
- * alternatives are made of. musl's regexec misses matches when an anchor
- * that fails could have been skipped, so a pattern where that can happen
- * is refused: an anchored alternative next to one that can match empty
+ * (RE2 caps nested products at 1000; compile() copies them), and what its
+ * alternatives are made of. musl's regexec, which this replaced, missed
+ * matches when an anchor that fails could have been skipped, so a pattern
+ * where that can happen was refused, and still is (the same patterns are
+ * accepted): an anchored alternative next to one that can match empty
  * ((^|a?), $^|b) or an optional group holding an anchor ((a?^)?, (^a)*).
  * cur describes the alternative being read, alts the ones before it. */
 enum { A_ANCH = 1, A_SOLID = 2 };                          /* cur */
@@ -336,7 +342,7 @@ static int translate(struct rx *x)
 			if (min == 0) /* the atom may be absent now */
 				g[depth].cur = (unsigned char)(g[depth].cur & ~A_SOLID) | (before & A_SOLID);
 			if (anchor_at == (size_t)-1) {
-				buf_put(&x->o, x->p, n);
+				emit_rep(x, x->p);
 			} else if (min == 0) { /* a repeated anchor is itself (^+) or nothing (^*) */
 				buf_truncate(&x->o, anchor_at);
 				g[depth].cur = before;
@@ -357,7 +363,7 @@ static int translate(struct rx *x)
 				c = *x->p++ == 'A' ? '^' : '$';
 			g[depth].cur |= A_ANCH;
 			anchor_at = x->o.len;
-			buf_putc(&x->o, c);
+			buf_putc(&x->o, c == '^' ? T_BOL : T_EOL);
 			continue;
 		}
 		if (c != '(' && c != ')' && c != '|')
@@ -385,9 +391,9 @@ static int translate(struct rx *x)
 				return fail(x, "expression nests too deeply");
 			g[++depth] = (struct grp){ 1, 0, 0 };
 			if (*x->p != '?') {
-				buf_putc(&x->o, '(');
+				buf_putc(&x->o, T_LP);
 			} else if (x->p[1] == ':') {
-				buf_putc(&x->o, '(');
+				buf_putc(&x->o, T_LP);
 				x->p += 2;
 			} else if (x->p[1] == 'P' || x->p[1] == '<') {
 				return fail(x, "named groups (?P<name>...) are not supported");
@@ -405,7 +411,7 @@ static int translate(struct rx *x)
 		case '|':
 			can_repeat = 0;
 			end_alt(&g[depth]);
-			buf_putc(&x->o, c);
+			buf_putc(&x->o, T_ALT);
 			break;
 		case ')':
 			if (depth == 0)
@@ -419,14 +425,15 @@ static int translate(struct rx *x)
 			g[depth - 1].cur |= g[depth].alts & G_EMPTY ? 0 : A_SOLID;
 			depth--;
 			g[depth].inner = last > g[depth].inner ? last : g[depth].inner;
-			buf_putc(&x->o, c);
+			buf_putc(&x->o, T_RP);
 			break;
-		case ']':
-			buf_putc(&x->o, c);
+		case '.': {
+			struct cset nl = { { 0 } };
+
+			cs_add(&nl, '\n', '\n');
+			emit_set(x, &nl, 1);
 			break;
-		case '.':
-			buf_put(&x->o, "[^\n]", 4);
-			break;
+		}
 		default:
 			literal(x, (unsigned char)c);
 		}
@@ -439,32 +446,332 @@ static int translate(struct rx *x)
 	return g[0].alts & G_BAD ? fail(x, anchor_msg) : 0;
 }
 
-int re_compile(regex_t *re, const char *pattern, int cflags, char *err, size_t errsize)
+/* ---- the program ------------------------------------------------------ */
+
+/* I_CHAR: byte c or c2 (its other case with (?i)), then x; I_SET: a byte
+ * in the set at sets + y, then x; I_SPLIT: x and y; I_NOP: x; I_BOL, I_EOL:
+ * x at the start or end of the subject. */
+enum { I_MATCH, I_CHAR, I_SET, I_SPLIT, I_NOP, I_BOL, I_EOL };
+
+struct re_inst {
+	unsigned char op, c, c2;
+	unsigned x, y;
+};
+
+/* A fragment: its first instruction and the list of its exits still to be
+ * pointed somewhere, threaded through those exits' x or y fields (2i for
+ * prog[i].x, 2i+1 for .y; NONE ends it). */
+#define NONE 0xffffffffu
+
+struct frag {
+	unsigned start, out;
+};
+
+struct cc {
+	const unsigned char *t;
+	size_t pos, len;
+	struct re_inst *prog;
+	size_t n, size;
+	int rc;
+};
+
+static unsigned *slot(struct cc *c, unsigned e)
+{
+	return e & 1 ? &c->prog[e >> 1].y : &c->prog[e >> 1].x;
+}
+
+static void patch(struct cc *c, unsigned out, unsigned to)
+{
+	while (out != NONE) {
+		unsigned *s = slot(c, out);
+
+		out = *s;
+		*s = to;
+	}
+}
+
+static unsigned append(struct cc *c, unsigned a, unsigned b)
+{
+	unsigned e = a, *s;
+
+	if (a == NONE)
+		return b;
+	while (*(s = slot(c, e)) != NONE)
+		e = *s;
+	*s = b;
+	return a;
+}
+
+/* A new instruction with x (and y) dangling; NONE when out of room. */
+static unsigned inst(struct cc *c, int op)
+{
+	if (c->rc || c->n >= RE_MAX_INST || ARRAY_GROW(c->prog, c->size, c->n + 1) < 0) {
+		c->rc = -FB_ENOMEM;
+		return NONE;
+	}
+	c->prog[c->n] = (struct re_inst){ (unsigned char)op, 0, 0, NONE, NONE };
+	return (unsigned)c->n++;
+}
+
+static struct frag one(struct cc *c, int op)
+{
+	unsigned i = inst(c, op);
+
+	return (struct frag){ i, i == NONE ? NONE : 2 * i };
+}
+
+static struct frag cat(struct cc *c, struct frag a, struct frag b)
+{
+	if (a.start == NONE)
+		return b;
+	patch(c, a.out, b.start);
+	return (struct frag){ a.start, b.out };
+}
+
+/* x* (star), x+ (!star) or x? (quest): a split in front of x or after it */
+static struct frag loop(struct cc *c, struct frag f, int star, int quest)
+{
+	unsigned s = inst(c, I_SPLIT);
+
+	if (s == NONE)
+		return f;
+	c->prog[s].x = f.start;
+	if (quest)
+		return (struct frag){ s, append(c, f.out, 2 * s + 1) };
+	patch(c, f.out, s);
+	return (struct frag){ star ? s : f.start, 2 * s + 1 };
+}
+
+static struct frag alt(struct cc *c);
+
+static struct frag atom(struct cc *c)
+{
+	const unsigned char *t = c->t + c->pos;
+	struct frag f;
+
+	switch (*t) {
+	case T_LIT:
+		f = one(c, I_CHAR);
+		if (f.start != NONE) {
+			c->prog[f.start].c = t[1];
+			c->prog[f.start].c2 = t[2];
+		}
+		c->pos += 3;
+		return f;
+	case T_SET:
+		f = one(c, I_SET);
+		if (f.start != NONE)
+			c->prog[f.start].y = (unsigned)(c->pos + 1);
+		c->pos += 1 + SET_BYTES;
+		return f;
+	case T_BOL:
+	case T_EOL:
+		c->pos++;
+		return one(c, *t == T_BOL ? I_BOL : I_EOL);
+	default: /* T_LP */
+		c->pos++;
+		f = alt(c);
+		c->pos++; /* T_RP */
+		return f;
+	}
+}
+
+/* An atom and the repeat after it: min copies, then a loop or max - min
+ * optional ones, each copy compiled again from the atom's tokens. */
+static struct frag repeated(struct cc *c)
+{
+	size_t at = c->pos, n0 = c->n;
+	struct frag f = atom(c), r = { NONE, NONE };
+	const unsigned char *t = c->t + c->pos;
+	unsigned min, max;
+
+	if (c->pos >= c->len || *t != T_REP)
+		return f;
+	min = t[1] | (unsigned)t[2] << 8;
+	max = t[3] | (unsigned)t[4] << 8;
+	c->pos += 5;
+	if (max == 0) {
+		c->n = n0; /* x{0}: nothing */
+		return one(c, I_NOP);
+	}
+	for (unsigned i = 0; i < (max == REP_INF ? (min ? min : 1) : max) && !c->rc; i++) {
+		size_t end = c->pos;
+		struct frag k = f;
+
+		if (i > 0) {
+			c->pos = at;
+			k = atom(c);
+			c->pos = end;
+		}
+		if (max == REP_INF && i + 1 >= min)
+			k = loop(c, k, min == 0, 0);
+		else if (i >= min)
+			k = loop(c, k, 0, 1);
+		r = cat(c, r, k);
+	}
+	return r;
+}
+
+static struct frag seq(struct cc *c)
+{
+	struct frag f = { NONE, NONE };
+
+	while (c->pos < c->len && c->t[c->pos] != T_ALT && c->t[c->pos] != T_RP && !c->rc)
+		f = cat(c, f, repeated(c));
+	return f.start == NONE ? one(c, I_NOP) : f;
+}
+
+static struct frag alt(struct cc *c)
+{
+	struct frag f = seq(c);
+
+	while (c->pos < c->len && c->t[c->pos] == T_ALT && !c->rc) {
+		struct frag g;
+		unsigned s;
+
+		c->pos++;
+		g = seq(c);
+		if ((s = inst(c, I_SPLIT)) == NONE)
+			break;
+		c->prog[s].x = f.start;
+		c->prog[s].y = g.start;
+		f = (struct frag){ s, append(c, f.out, g.out) };
+	}
+	return f;
+}
+
+int re_compile(struct re *re, const char *pattern, char *err, size_t errsize)
 {
 	struct rx x = { .p = pattern, .err = err, .errsize = errsize };
+	struct cc c = { 0 };
+	struct frag f;
 	int rc;
 
+	memset(re, 0, sizeof(*re));
 	if (err && errsize)
 		err[0] = '\0';
 	if (strncmp(x.p, "(?i)", 4) == 0) {
-		cflags |= REG_ICASE;
+		x.icase = 1;
 		x.p += 4;
 	}
 	buf_init(&x.o, 0);
 	buf_put(&x.o, "", 0);
-	if (translate(&x) < 0 || x.o.err) {
+	if (translate(&x) < 0 || x.o.err || (x.late && fail(&x, x.late) < 0)) {
 		rc = x.o.err ? -FB_ENOMEM : -FB_EINVAL;
 		buf_free(&x.o);
 		return rc;
 	}
-	rc = regcomp(re, x.o.p, cflags | REG_EXTENDED);
-	buf_free(&x.o);
-	if (rc == REG_ESPACE)
+	c.t = (const unsigned char *)x.o.p;
+	c.len = x.o.len;
+	inst(&c, I_NOP); /* 0: where matching starts */
+	f = alt(&c);
+	patch(&c, f.out, inst(&c, I_MATCH));
+	if (c.rc) {
+		free(c.prog);
+		buf_free(&x.o);
+		return c.rc;
+	}
+	re->prog = c.prog;
+	re->n = c.n;
+	re->sets = (unsigned char *)buf_take(&x.o, NULL);
+	if (!re->sets) {
+		re_free(re);
 		return -FB_ENOMEM;
-	if (rc != 0) {
-		if (err && errsize)
-			regerror(rc, re, err, errsize);
-		return -FB_EINVAL;
+	}
+	re->prog[0].x = f.start;
+	return 0;
+}
+
+void re_free(struct re *re)
+{
+	free(re->prog);
+	free(re->sets);
+	memset(re, 0, sizeof(*re));
+}
+
+/* ---- matching ------------------------------------------------------------ */
+
+struct sim {
+	const struct re *re;
+	const unsigned char *s;
+	size_t *mark;         /* the generation an instruction was last added in */
+	unsigned *stack;
+};
+
+/* Adds what pc leads to at s[pos] without reading a byte: the character
+ * and set instructions to list (*n of them); 1 when that reaches the match. */
+static int add(struct sim *m, unsigned *list, size_t *n, unsigned pc, size_t pos, size_t gen)
+{
+	size_t sp = 0;
+
+	m->mark[pc] = gen;
+	m->stack[sp++] = pc;
+	while (sp) {
+		const struct re_inst *i = &m->re->prog[m->stack[--sp]];
+		unsigned next[2] = { NONE, NONE };
+
+		switch (i->op) {
+		case I_MATCH:
+			return 1;
+		case I_CHAR:
+		case I_SET:
+			list[(*n)++] = (unsigned)(i - m->re->prog);
+			break;
+		case I_SPLIT:
+			next[1] = i->y;
+			/* fall through */
+		case I_NOP:
+			next[0] = i->x;
+			break;
+		case I_BOL:
+			next[0] = pos == 0 ? i->x : NONE;
+			break;
+		default: /* I_EOL */
+			next[0] = m->s[pos] == '\0' ? i->x : NONE;
+		}
+		for (int k = 0; k < 2; k++)
+			if (next[k] != NONE && m->mark[next[k]] != gen) {
+				m->mark[next[k]] = gen;
+				m->stack[sp++] = next[k];
+			}
 	}
 	return 0;
+}
+
+int re_matches(const struct re *re, const char *s)
+{
+	struct sim m = { re, (const unsigned char *)s, NULL, NULL };
+	unsigned *cur, *nxt;
+	size_t ncur = 0, gen = 1, pos = 0;
+	int found;
+
+	if (!re->n)
+		return 0;
+	m.mark = calloc(re->n, sizeof(*m.mark) + 3 * sizeof(unsigned));
+	if (!m.mark)
+		return -FB_ENOMEM;
+	m.stack = (unsigned *)(m.mark + re->n);
+	cur = m.stack + re->n;
+	nxt = cur + re->n;
+	found = add(&m, cur, &ncur, 0, 0, gen);
+	while (!found && m.s[pos]) {
+		unsigned char b = m.s[pos];
+		size_t nnxt = 0;
+
+		gen++;
+		for (size_t k = 0; k < ncur && !found; k++) {
+			const struct re_inst *i = &re->prog[cur[k]];
+
+			if (i->op == I_CHAR ? b == i->c || b == i->c2 : re->sets[i->y + b / 8] >> (b % 8) & 1)
+				found = add(&m, nxt, &nnxt, i->x, pos + 1, gen);
+		}
+		pos++;
+		if (!found)
+			found = add(&m, nxt, &nnxt, 0, pos, gen);
+		cur = nxt;
+		nxt = cur == m.stack + re->n ? cur + re->n : m.stack + re->n;
+		ncur = nnxt;
+	}
+	free(m.mark);
+	return found;
 }

@@ -1,31 +1,56 @@
 /* re: Go RE2 regular expressions (what NFD rules and labelWhiteList are
- * written in) on top of POSIX regcomp. The pattern is translated to an
- * extended regular expression that matches exactly the same strings, or
- * refused with a message naming the construct: never a silent mismatch.
+ * written in), answered yes or no. The pattern is checked and compiled to a
+ * Thompson NFA that is run over the subject with state sets: time linear in
+ * the subject times the program, memory bounded by the program, no
+ * backtracking. What cannot be matched exactly is refused with a message
+ * naming the construct: never a silent mismatch. The accepted subset and
+ * its messages are those of the POSIX-ERE translation this replaced (musl's
+ * regcomp behind it, tests/re holds it for the differential test).
  *
- * Translated: \d \D \w \W \s \S (also inside bracket expressions, where the
+ * Supported: \d \D \w \W \s \S (also inside bracket expressions, where the
  * negated ones are refused), [[:word:]], escaped punctuation, \t \n \r \f \v
- * \a \xHH (ASCII), \A and \z, a leading (?i) (REG_ICASE: ASCII letters), (?:...) as (...),
+ * \a \xHH (ASCII), \A and \z, a leading (?i) (ASCII letters), (?:...),
  * lazy quantifiers (*? +? ?? {n,m}?: a yes/no match does not depend on
  * laziness), a repeated anchor (^+ is ^, ^* nothing), '.' as "any byte but
  * newline" (RE2 without (?s)). Matching is unanchored, as Go's
  * MatchString. Refused: any other (?flags), named and look-around groups,
  * \b \B \p \P \Q \C, back-references and octal escapes, non-ASCII bytes
  * inside brackets, nested repetition (a**), a repetition with nothing to
- * repeat, repeat counts over 1000 (also multiplied through nesting), and an
- * anchor that a match may skip ((^|a?)b, (a?^)?, $^|x): musl's regexec gets
- * those wrong. Bytes, not runes: '.' matches one byte of a multi-byte UTF-8
+ * repeat, repeat counts over 1000 (also multiplied through nesting) and,
+ * as musl's regcomp did, a count over 255 ("Invalid contents of {}"), and an
+ * anchor that a match may skip ((^|a?)b, (a?^)?, $^|x), which musl's regexec
+ * got wrong. Bytes, not runes: '.' matches one byte of a multi-byte UTF-8
  * character. */
 #ifndef FB_RE_H
 #define FB_RE_H
 
-#include <regex.h>
 #include <stddef.h>
 
-/* Compiles pattern into re with cflags (REG_EXTENDED is implied; pass
- * REG_NOSUB when no submatches are wanted). Returns 0 (regfree(re) later),
- * -FB_EINVAL with a NUL-terminated reason in err[0..errsize) (the construct
- * refused, or regcomp's message), or -FB_ENOMEM. err may be NULL. */
-int re_compile(regex_t *re, const char *pattern, int cflags, char *err, size_t errsize);
+/* the most instructions a program may have (about 12 bytes each, and 20
+ * more while matching) */
+#define RE_MAX_INST (1u << 20)
+
+struct re_inst;
+
+struct re {
+	struct re_inst *prog; /* owned */
+	unsigned char *sets;  /* owned: the 256-bit byte sets prog points into */
+	size_t n;             /* instructions in prog */
+};
+
+/* Compiles pattern into re. Returns 0 (re_free(re) later), -FB_EINVAL with
+ * a NUL-terminated reason in err[0..errsize) (the construct refused), or
+ * -FB_ENOMEM (also for a program over RE_MAX_INST instructions: a pattern
+ * that repeats large repeats many times). err may be NULL. On failure re
+ * holds nothing (re_free is still safe). */
+int re_compile(struct re *re, const char *pattern, char *err, size_t errsize);
+
+/* Whether pattern matches somewhere in s (as Go's MatchString): 1 or 0, or
+ * -FB_ENOMEM when the state sets (about 20 bytes an instruction) cannot be
+ * had. */
+int re_matches(const struct re *re, const char *s);
+
+/* Frees what re_compile put in re; safe on a zeroed re and twice. */
+void re_free(struct re *re);
 
 #endif

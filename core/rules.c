@@ -9,7 +9,7 @@
  *   rule upstream would only fail on some nodes fails here on all of them.
  * - Expressions of a set are evaluated in document order (Go: map order,
  *   random), which only decides which of two run-time errors is reported.
- * - Regular expressions are RE2 translated to POSIX (core/re.h).
+ * - Regular expressions are RE2, the subset core/re.h matches exactly.
  * - Templates run on core/tmpl: Go's text/template language with
  *   missingkey=error and the Sprig functions upstream's rules use (the
  *   README lists them); anything else is a compile error naming it. The
@@ -28,7 +28,6 @@
 #include "re.h"
 
 #include <ctype.h>
-#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,7 +191,7 @@ static int compile_expr(struct cc *c, struct expr *e, const char *key, const str
 
 			if (!x)
 				return -FB_ENOMEM;
-			if ((rc = re_compile(&x->re, e->val[i], REG_NOSUB, why, sizeof(why))) < 0)
+			if ((rc = re_compile(&x->re, e->val[i], why, sizeof(why))) < 0)
 				return rc != -FB_EINVAL ? rc
 					: bad(c, "%s: invalid regexp \"%s\": %s", where, e->val[i], why);
 			x->next = c->r->rx;
@@ -485,7 +484,7 @@ void rules_free(struct rules *r)
 	if (!r)
 		return;
 	for (struct rx *x = r->rx; x; x = x->next)
-		regfree(&x->re);
+		re_free(&x->re);
 	arena_free(&r->ar);
 	free(r);
 }

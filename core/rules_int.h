@@ -7,7 +7,7 @@
 #include "buf.h"
 #include "rules.h"
 
-#include <regex.h>
+#include "re.h"
 #include <stddef.h>
 
 #define MSG_SIZE 256
@@ -35,7 +35,7 @@ struct expr {
 	unsigned char op, version;
 	size_t n;             /* values */
 	const char **val;     /* In, NotIn */
-	regex_t **re;         /* InRegexp */
+	struct re **re;       /* InRegexp */
 	struct num num[2];    /* Gt ... GeLe */
 };
 
@@ -72,12 +72,12 @@ struct rule {
 
 struct rx {
 	struct rx *next;
-	regex_t re;
+	struct re re;
 };
 
 struct rules {
 	struct arena ar;
-	struct rx *rx;        /* every compiled regexp, for regfree */
+	struct rx *rx;        /* every compiled regexp, for re_free */
 	const char *what;
 	struct rule *v;
 	size_t n;

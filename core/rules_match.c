@@ -117,7 +117,7 @@ static int eval(const struct expr *e, int valid, const char *value, char *msg)
 		return e->op == OP_NOTIN;
 	case OP_INREGEXP:
 		for (size_t i = 0; i < e->n; i++)
-			if (regexec(e->re[i], value, 0, NULL, 0) == 0)
+			if (re_matches(e->re[i], value) > 0)
 				return 1;
 		return 0;
 	case OP_ISTRUE:

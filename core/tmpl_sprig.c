@@ -7,7 +7,7 @@
  * nindent toString splitList split join list first last rest initial has
  * uniq sortAlpha default empty coalesce ternary add add1 sub mul div mod max
  * min atoi int int64 regexMatch dict get hasKey. upper, lower and title
- * change ASCII letters only. regexMatch takes RE2 as core/re.h translates
+ * change ASCII letters only. regexMatch takes RE2 as core/re.h compiles
  * it; a pattern it refuses is an error (Sprig: false for a pattern Go
  * refuses). Any other Sprig function is not defined: a parse error. */
 #include "tmpl_int.h"
@@ -18,7 +18,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -792,14 +791,14 @@ F(fn_int64)
 F(fn_regexmatch)
 {
 	char err[128];
-	regex_t re;
+	struct re re;
 	int rc, m;
 
 	(void)n;
-	if ((rc = re_compile(&re, a[0]->s, REG_NOSUB, err, sizeof(err))) < 0)
+	if ((rc = re_compile(&re, a[0]->s, err, sizeof(err))) < 0)
 		return rc == -FB_ENOMEM ? rc : tmpl_bad_(x, "error calling regexMatch: %s", err);
-	m = regexec(&re, a[1]->s, 0, NULL, 0) == 0;
-	regfree(&re);
+	m = re_matches(&re, a[1]->s) > 0;
+	re_free(&re);
 	return set_bool(x, m, res);
 }
 

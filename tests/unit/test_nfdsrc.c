@@ -10,6 +10,7 @@
 #include "../../core/features.h"
 #include "../../core/hostfs.h"
 #include "../../core/nfdsrc.h"
+#include "../../core/re.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -796,7 +797,7 @@ static void test_labels(void)
 	struct json *labels = json_new_object();
 	struct fb_log lg;
 	struct fb_errinfo ei;
-	regex_t re;
+	struct re re;
 	char logf[] = "/tmp/fb-nfdsrc-log-XXXXXX", buf[8192], *got;
 	int fd = mkstemp(logf), kept = 0, rc;
 	ssize_t n;
@@ -846,7 +847,7 @@ static void test_labels(void)
 	      "~kernel-version.major=6\n");
 	free(got);
 	json_free(labels);
-	regfree(&re);
+	re_free(&re);
 	/* unanchored, as Go's MatchString */
 	nfdsrc_whitelist_setup(&re, "NO_HZ", &ei);
 	labels = json_new_object();
@@ -855,7 +856,7 @@ static void test_labels(void)
 	json_set_str(labels, NS "kernel-config.PREEMPT", "true");
 	T_INT("whitelist is unanchored", nfdsrc_labels_filter(labels, &re, &quiet), 1);
 	json_free(labels);
-	regfree(&re);
+	re_free(&re);
 }
 
 /* ---- parsers on small trees ---------------------------------------------- */

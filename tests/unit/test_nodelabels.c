@@ -13,8 +13,8 @@
 #include "../../core/json.h"
 #include "../../core/log.h"
 #include "../../core/nodelabels.h"
+#include "../../core/re.h"
 
-#include <regex.h>
 
 static struct fb_log lg;
 
@@ -380,7 +380,7 @@ static void test_filter(struct features *feat)
 		struct json *got, *want = J(c->want);
 		char dbuf[256], ebuf[256], name[256];
 		const char *deny[8], *extra[8], *const *v;
-		regex_t re;
+		struct re re;
 		int rc;
 
 		nl_policy_init(&p);
@@ -391,7 +391,7 @@ static void test_filter(struct features *feat)
 		memcpy(extra, v, sizeof(extra));
 		p.extra_ns = extra;
 		if (c->whitelist) {
-			regcomp(&re, c->whitelist, REG_EXTENDED | REG_NOSUB);
+			T_INT(c->name, re_compile(&re, c->whitelist, NULL, 0), 0);
 			p.label_whitelist = &re;
 		}
 		p.enable_taints = c->taints;
@@ -413,7 +413,7 @@ static void test_filter(struct features *feat)
 			T_OK(name, strstr(l, c->log) && strstr(l, "W"), "log %s lacks %s", l, c->log);
 		}
 		if (c->whitelist)
-			regfree(&re);
+			re_free(&re);
 		json_free(got);
 		json_free(want);
 		nl_set_free(&s);

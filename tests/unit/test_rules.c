@@ -7,6 +7,8 @@
 #include "t.h"
 #include "t_json.h"
 
+#include "../../core/buf.h"
+#include "../../core/err.h"
 #include "../../core/features.h"
 #include "../../core/json.h"
 #include "../../core/re.h"
@@ -796,6 +798,14 @@ static const struct {
 	{ "(a{10}|b{200}){6}", "", -1, "invalid repeat count" },
 	{ "(a{1001})", "", -1, "invalid repeat count" },
 	{ "a{3,2}", "", -1, "invalid repeat count" },
+	{ "a{256}", "", -1, "Invalid contents of {}" },  /* musl's RE_DUP_MAX, as before */
+	{ "a{1,300}", "", -1, "Invalid contents of {}" },
+	{ "a{300}(", "", -1, "missing closing )" },      /* the RE2 checks first */
+	{ "^{300}a", "a", 1 },                           /* a repeated anchor is itself */
+	{ "^a{2,255}$", "aaa", 1 },
+	{ "^(a|b){0}c$", "c", 1 },
+	{ "(a*)*b", "aaab", 1 },
+	{ "()*x|()+y", "y", 1 },
 	{ "a{,2}", "a{,2}", 1 },
 	{ "a{2}{3}", "", -1, "nested repetition" },
 	{ "a*??", "", -1, "nested repetition" },
@@ -818,8 +828,8 @@ static void test_re(void)
 {
 	for (size_t i = 0; i < sizeof(res) / sizeof(res[0]); i++) {
 		char name[160], err[160];
-		regex_t re;
-		int rc = re_compile(&re, res[i].pattern, REG_NOSUB, err, sizeof(err)), got;
+		struct re re;
+		int rc = re_compile(&re, res[i].pattern, err, sizeof(err)), got;
 
 		char subj[64] = "";
 
@@ -827,8 +837,8 @@ static void test_re(void)
 			snprintf(subj + strlen(subj), sizeof(subj) - strlen(subj), *p == '\n' ? "\\n" : *p == '\t' ? "\\t" : "%c", *p);
 		snprintf(name, sizeof(name), "re: /%s/ on \"%s\"", res[i].pattern, subj);
 		if (rc == 0) {
-			got = regexec(&re, res[i].subject, 0, NULL, 0) == 0;
-			regfree(&re);
+			got = re_matches(&re, res[i].subject);
+			re_free(&re);
 		} else {
 			got = rc == -FB_EINVAL ? -1 : -2;
 		}
@@ -837,6 +847,62 @@ static void test_re(void)
 		else
 			T_OK(name, got == res[i].want, "got %d (rc %d, err \"%s\"), want %d", got, rc, err, res[i].want);
 	}
+}
+
+/* What keeps matching linear and bounded: the program grows with the
+ * repeats (RE2's 1000 copies at most), a pattern past RE_MAX_INST is
+ * -FB_ENOMEM, and the patterns a backtracker takes exponential time on
+ * answer over a long subject (the NFA's states are at most its program). */
+static void test_re_bounds(void)
+{
+	static const struct {
+		const char *pattern, *fill, *tail;
+		int want;
+	} slow[] = {
+		{ "(a*)*b", "a", "", 0 },
+		{ "(a|aa)*c", "a", "", 0 },
+		{ "(x+x+)+y", "x", "", 0 },
+		{ "^(a|a?)+$", "a", "b", 0 },
+		{ "(.*a){20}", "a", "", 1 },
+		{ "(a{250}){4}b", "a", "b", 1 },
+	};
+	size_t len = 200000;
+	char *s = malloc(len + 2), *big;
+	struct re re;
+	struct buf b;
+
+	if (!s)
+		return;
+	for (size_t i = 0; i < sizeof(slow) / sizeof(slow[0]); i++) {
+		char name[128];
+
+		memset(s, slow[i].fill[0], len);
+		strcpy(s + len, slow[i].tail);
+		snprintf(name, sizeof(name), "re bounds: /%s/ over %zu bytes", slow[i].pattern, len);
+		T_INT(name, re_compile(&re, slow[i].pattern, NULL, 0), 0);
+		T_OK(name, re.n < 3000, "%zu instructions", re.n);
+		T_INT(name, re_matches(&re, s), slow[i].want);
+		re_free(&re);
+	}
+	free(s);
+	/* one (a{250}){4} is about 1000 instructions: 1100 of them are too many */
+	buf_init(&b, 0);
+	for (int i = 0; i < 1100; i++)
+		buf_puts(&b, "(a{250}){4}");
+	big = buf_take(&b, NULL);
+	T_INT("re bounds: a program over RE_MAX_INST", big ? re_compile(&re, big, NULL, 0) : -FB_ENOMEM, -FB_ENOMEM);
+	re_free(&re);
+	free(big);
+	/* a long alternation: one state per word */
+	buf_init(&b, 0);
+	for (int i = 0; i < 5000; i++)
+		buf_printf(&b, "%sw%d", i ? "|" : "", i);
+	big = buf_take(&b, NULL);
+	T_INT("re bounds: 5000 alternatives", big ? re_compile(&re, big, NULL, 0) : -FB_ENOMEM, 0);
+	T_INT("re bounds: the last of them", re_matches(&re, "xx w4999"), 1);
+	T_INT("re bounds: none of them", re_matches(&re, "w"), 0);
+	re_free(&re);
+	free(big);
 }
 
 int main(void)
@@ -863,5 +929,6 @@ int main(void)
 	test_two_lists();
 	test_api();
 	test_re();
+	test_re_bounds();
 	return t_done();
 }
