@@ -51,6 +51,19 @@ testing "GPU server: the incomplete PCI device is skipped with a warning" \
 testing "Raspberry Pi: USB accelerators labelled, bridges and hubs not" \
 	"$NW --no-publish --host-prefix $W/pi/ --features-dir $W/empty 2>/dev/null | grep -e usb- -e pci-" \
 	"$NS/usb-0e_1908_2311.present=true\n$NS/usb-fe_1a6e_089a.present=true\n$NS/usb-ff_03e7_2485.present=true\n"
+# USB from each entry's uevent alone, in the kernel's forms: PRODUCT in hex
+# without leading zeros, TYPE and INTERFACE in decimal (14 is class 0e)
+U=$W/uev/sys/bus/usb/devices
+mkdir -p "$U/1-1" "$U/1-2" "$U/1-2:1.0" "$U/1-3"
+printf 'DEVTYPE=usb_device\nDRIVER=usb\nPRODUCT=3e7/2485/1\nTYPE=255/17/255\nBUSNUM=001\nDEVNUM=002\n' >"$U/1-1/uevent"
+printf 'DEVTYPE=usb_device\nDRIVER=usb\nPRODUCT=1908/2311/100\nTYPE=0/0/0\nBUSNUM=001\nDEVNUM=003\n' >"$U/1-2/uevent"
+printf 'DEVTYPE=usb_interface\nPRODUCT=1908/2311/100\nTYPE=0/0/0\nINTERFACE=14/1/0\n' >"$U/1-2:1.0/uevent"
+printf 'DEVTYPE=usb_device\nPRODUCT=0x3e7/2485/1\nTYPE=255/0/0\n' >"$U/1-3/uevent"
+testing "USB from uevent: hex PRODUCT, decimal TYPE and INTERFACE" \
+	"$NW --no-publish --host-prefix $W/uev/ --features-dir $W/empty --label-sources=usb 2>/dev/null" \
+	"$NS/usb-0e_1908_2311.present=true\n$NS/usb-ff_03e7_2485.present=true\n"
+testing "USB from uevent: a garbled PRODUCT skips the device, named" \
+	"$NW --no-publish --host-prefix $W/uev/ --features-dir $W/empty --label-sources=usb 2>&1 >/dev/null | grep -c 'usb: skipping device 1-3: uevent: malformed PRODUCT \"0x3e7/2485/1\"'" "1\n"
 
 # 2. Sources, config and --options.
 testing "--label-sources=pci: only PCI labels" \

@@ -4,8 +4,11 @@
  * - pci_parse_uevent_: every field it reports is stored well-formed (6 or 4
  *   lower-case hex digits, a driver name without '/' or blanks), and fields
  *   it does not report are left untouched;
- * - pci_hex_norm_ / usb_hex_norm_: what is accepted comes out lower-case,
- *   zero-padded to exactly ndig digits, and normalises to itself;
+ * - usb_parse_uevent_: every field it reports is stored as 4 or 2
+ *   lower-case hex digits, a reported field's key is among those seen, and
+ *   fields it does not report are left untouched;
+ * - pci_hex_norm_: what is accepted comes out lower-case, zero-padded to
+ *   exactly ndig digits, and normalises to itself;
  * - pci_addr_cmp_: an order (a == a, antisymmetric) on two names cut from
  *   the input, consistent with the address a uevent PCI_SLOT_NAME gives;
  * - usb_iface_owner_: the owner is a prefix of the interface name, or
@@ -89,6 +92,29 @@ static void check_uevent(const char *s, size_t len)
 		abort();
 }
 
+static void check_usb_uevent(const char *s, size_t len)
+{
+	struct usb_uevent u, before;
+	unsigned bits;
+
+	memset(&u, 'x', sizeof(u));
+	u.vendor[4] = u.product[4] = u.cls[2] = u.iface_cls[2] = '\0';
+	before = u;
+	bits = usb_parse_uevent_(s, len, &u);
+	if ((bits & ~u.seen) || (u.seen & ~(unsigned)(USB_UEV_DEVICE | USB_UEV_INTERFACE | USB_UEV_PRODUCT |
+						     USB_UEV_TYPE | USB_UEV_IFCLASS)))
+		abort();
+	if ((bits & USB_UEV_DEVICE) && (bits & USB_UEV_INTERFACE))
+		abort();
+	if ((bits & USB_UEV_PRODUCT) ? !is_lhex(u.vendor, 4) || !is_lhex(u.product, 4)
+				     : memcmp(u.vendor, before.vendor, 5) || memcmp(u.product, before.product, 5))
+		abort();
+	if ((bits & USB_UEV_TYPE) ? !is_lhex(u.cls, 2) : memcmp(u.cls, before.cls, 3))
+		abort();
+	if ((bits & USB_UEV_IFCLASS) ? !is_lhex(u.iface_cls, 2) : memcmp(u.iface_cls, before.iface_cls, 3))
+		abort();
+}
+
 static void check_hex(const char *s, size_t len, unsigned ndig)
 {
 	char out[10], again[10];
@@ -97,10 +123,6 @@ static void check_hex(const char *s, size_t len, unsigned ndig)
 		if (ndig == 0 || ndig > 8 || !is_lhex(out, ndig))
 			abort();
 		if (pci_hex_norm_(out, ndig, ndig, again) != 0 || strcmp(out, again) != 0)
-			abort();
-	}
-	if (ndig <= 8 && usb_hex_norm_(s, len, ndig, out) == 0) {
-		if (!is_lhex(out, ndig) || usb_hex_norm_(out, ndig, ndig, again) != 0 || strcmp(out, again))
 			abort();
 	}
 }
@@ -235,6 +257,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t half;
 
 	check_uevent((const char *)data, size);
+	check_usb_uevent((const char *)data, size);
 	if (size == 0)
 		return 0;
 	check_hex((const char *)data + 1, size - 1, data[0] % 10);
