@@ -13,6 +13,7 @@ void nfstore_init(struct nfstore *s, const struct nfstore_conf *conf)
 {
 	memset(s, 0, sizeof(*s));
 	arena_init(&s->refs_strs);
+	intern_init(&s->strs);
 	if (conf)
 		s->c = *conf;
 }
@@ -36,7 +37,7 @@ void nfstore_free(struct nfstore *s)
 {
 	for (size_t i = 0; i < s->nfs.cap; i++)
 		if (s->nfs.s[i].key)
-			nf_free_(s->nfs.s[i].val);
+			nf_free_(s, s->nfs.s[i].val);
 	smap_free_(&s->nfs);
 	for (size_t i = 0; i < s->nodes.cap; i++)
 		if (s->nodes.s[i].key) {
@@ -57,6 +58,7 @@ void nfstore_free(struct nfstore *s)
 	groups_free_(s);
 	free(s->refs);
 	arena_free(&s->refs_strs);
+	intern_free(&s->strs);
 	nfstore_init(s, &s->c);
 }
 

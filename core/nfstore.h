@@ -13,14 +13,16 @@
  * refresh_all set (hashes ignored) and nfstore_nf_end clears it.
  *
  * The files: nfstore.c (setup, nodes, rules, namespaces), nfstore_map.c (the
- * string map and hashing), nfstore_refs.c (what is kept: the rules' features
- * and the "@" lookups), nfstore_nf.c (NodeFeatures), nfstore_merge.c (the
- * merge and the desired state). */
+ * string map and hashing), nfstore_kept.c (the kept parts, their strings
+ * interned: kept once however many nodes repeat them), nfstore_refs.c (what
+ * is kept: the rules' features and the "@" lookups), nfstore_nf.c
+ * (NodeFeatures), nfstore_merge.c (the merge and the desired state). */
 #ifndef FB_NFSTORE_H
 #define FB_NFSTORE_H
 
 #include "arena.h"
 #include "features.h"
+#include "intern.h"
 #include "json.h"
 #include "log.h"
 #include "metrics.h"
@@ -54,7 +56,8 @@ struct nfstore_nf {                    /* one NodeFeature object */
 	struct nfstore_node *node;
 	struct nfstore_nf *next;       /* the node's other objects */
 	uint64_t hash;         /* spec, owner references, node name, pod uid */
-	char *data;            /* {"labels":{...},"features":{...}} kept part, owned */
+	unsigned char *data;   /* {"labels":{...},"features":{...}} kept part, owned, */
+	size_t data_len;       /* as ids into strs (nfstore_kept.c) */
 	char **dyn;            /* features its "@" label values name (with repeats): one
 				* allocation, the vector then the strings */
 	size_t n_dyn;
@@ -126,6 +129,7 @@ struct nfstore {
 	char **refs;                   /* features the rules match on, sorted: "feature" */
 	size_t n_refs;                 /* or "feature\nelement"; strings in refs_strs */
 	struct arena refs_strs;
+	struct intern strs;            /* the kept parts' names and values */
 	struct nfstore_nfg **nfgs;     /* sorted by name */
 	size_t n_nfgs, nfgs_size;
 	int refresh_all;               /* relisting NodeFeatures for new refs: ignore hashes */
@@ -186,7 +190,10 @@ void nfstore_mark_all(struct nfstore *s, int force);
 int nfstore_node_drop(struct nfstore *s, struct nfstore_node *n);
 /* Forgets NodeFeature o (deleted by the caller), marking nothing. */
 void nfstore_nf_forget(struct nfstore *s, struct nfstore_nf *o);
-/* The bytes of every kept part, for the log. */
+/* NodeFeature o's kept part as a tree ({"labels":{...},"features":{...}}):
+ * owned, NULL when none is kept or out of memory. */
+struct json *nfstore_nf_kept(const struct nfstore *s, const struct nfstore_nf *o);
+/* The bytes of every kept part and of their shared strings, for the log. */
 size_t nfstore_kept_bytes(const struct nfstore *s);
 
 /* Node n's desired state from its objects and the rules, filtered through

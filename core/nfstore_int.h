@@ -44,8 +44,14 @@ char **strv_flat_(char *const *v, size_t n, int *nomem);
 long dyn_add_(struct nfstore_node *n, char *const *v, size_t k);
 void dyn_del_(struct nfstore_node *n, char *const *v, size_t k);
 
-/* nfstore_nf.c */
-void nf_free_(struct nfstore_nf *o);
+/* nfstore_nf.c: frees o, its kept part's strings back to s->strs */
+void nf_free_(struct nfstore *s, struct nfstore_nf *o);
+
+/* nfstore_kept.c: o's kept part (o->data). kept_set_ replaces it with keep,
+ * interning its strings: 0, or -FB_ENOMEM with o keeping none (the old part
+ * gone too). kept_drop_ frees it (safe when there is none). */
+int kept_set_(struct nfstore *s, struct nfstore_nf *o, const struct json *keep);
+void kept_drop_(struct nfstore *s, struct nfstore_nf *o);
 
 /* nfstore_merge.c: a rules_error_fn logging a few errors per rule object
  * (*logged counts them) and, with count, adding each to conf.m_rule_errors. */

@@ -204,11 +204,10 @@ static int merge_node(struct nfstore *s, struct nfstore_node *n, struct features
 
 	*nv = 0;
 	for (size_t i = 0; i < k && rc == 0; i++) {
-		struct fb_errinfo ei;
 		/* restrictions.denyNodeFeatureLabels: only the worker's object (ours, named after the node) */
 		int third_party = strcmp(v[i]->ns, s->c.ns) != 0 || strcmp(v[i]->name, n->name) != 0;
 
-		kept[i] = v[i]->data ? json_parse(v[i]->data, strlen(v[i]->data), v[i]->key, &ei) : NULL;
+		kept[i] = nfstore_nf_kept(s, v[i]);
 		*nv = i + 1;
 		if (!kept[i] || merge_one(f, fidx, s->c.deny_nf_labels && third_party ? NULL : labels, kept[i]) < 0)
 			rc = -FB_ENOMEM;

@@ -61,9 +61,10 @@ static void nf_free_dyn(struct nfstore_nf *o)
  * the member), in one more walk, is linear where json_set_take (which looks
  * for the name among every member) is quadratic. */
 
-/* The part of NodeFeature o's spec the store needs, printed. Owned, NULL
- * on ENOMEM. Takes o's "@" lookups to its node first (o->node is set). */
-static char *nf_keep(struct nfstore *s, struct nfstore_nf *o, const struct json *spec)
+/* Keeps the part of NodeFeature o's spec the store needs (o->data). 0, or
+ * -FB_ENOMEM with none kept. Takes o's "@" lookups to its node first
+ * (o->node is set). */
+static int nf_keep(struct nfstore *s, struct nfstore_nf *o, const struct json *spec)
 {
 	struct nfstore_node *nd = o->node;
 	struct json *keep = json_new_object(), *feats = json_new_object(), *lab = json_get(spec, "labels");
@@ -71,7 +72,8 @@ static char *nf_keep(struct nfstore *s, struct nfstore_nf *o, const struct json 
 	struct arena strs;
 	struct refs_acc dyn = { &strs, NULL, 0, 0, 0 };
 	struct nfstore_map win = { 0 };
-	char *out = NULL, **flat;
+	char **flat;
+	int rc = -FB_ENOMEM;
 	long grew;
 
 	arena_init(&strs);
@@ -156,14 +158,16 @@ static char *nf_keep(struct nfstore *s, struct nfstore_nf *o, const struct json 
 		goto out;
 	}
 	feats = NULL;
-	out = json_print(keep, NULL);
+	rc = kept_set_(s, o, keep);
 out:
 	free(dyn.v);
 	arena_free(&strs);
 	smap_free_(&win);
 	json_free(feats);
 	json_free(keep);
-	return out;
+	if (rc < 0)
+		kept_drop_(s, o);
+	return rc;
 }
 
 static void nf_unlink(struct nfstore_nf *o)
@@ -182,11 +186,11 @@ static void nf_unlink(struct nfstore_nf *o)
 	o->node = NULL;
 }
 
-void nf_free_(struct nfstore_nf *o)
+void nf_free_(struct nfstore *s, struct nfstore_nf *o)
 {
 	nf_free_dyn(o);
+	kept_drop_(s, o);
 	free(o->key);
-	free(o->data);
 	free(o);
 }
 
@@ -194,7 +198,7 @@ void nfstore_nf_forget(struct nfstore *s, struct nfstore_nf *o)
 {
 	nf_unlink(o);
 	smap_del_(&s->nfs, o->key);
-	nf_free_(o);
+	nf_free_(s, o);
 }
 
 /* Node n lost an object: its update removes what the object said. */
@@ -312,8 +316,7 @@ int nfstore_nf_apply(struct nfstore *s, const struct json *obj, int deleted)
 		o->next = n->nfs;
 		n->nfs = o;
 	}
-	free(o->data);
-	if (!(o->data = nf_keep(s, o, json_get(obj, "spec")))) {
+	if (nf_keep(s, o, json_get(obj, "spec")) < 0) {
 		o->hash = 0;
 		return -FB_ENOMEM;
 	}
@@ -346,10 +349,10 @@ void nfstore_nf_end(struct nfstore *s)
 
 size_t nfstore_kept_bytes(const struct nfstore *s)
 {
-	size_t kept = 0;
+	size_t kept = s->strs.bytes;
 
 	for (size_t i = 0; i < s->nfs.cap; i++)
-		if (s->nfs.s[i].key && ((struct nfstore_nf *)s->nfs.s[i].val)->data)
-			kept += strlen(((struct nfstore_nf *)s->nfs.s[i].val)->data);
+		if (s->nfs.s[i].key)
+			kept += ((struct nfstore_nf *)s->nfs.s[i].val)->data_len;
 	return kept;
 }

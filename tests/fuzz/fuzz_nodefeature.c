@@ -25,6 +25,7 @@
 #include "../../core/log.h"
 #include "../../core/metrics.h"
 #include "../../core/nfstore.h"
+#include "../../core/nfstore_int.h" /* kept_set_: the whole spec kept instead */
 #include "../../core/nodelabels.h"
 
 #include <fcntl.h>
@@ -157,10 +158,8 @@ static char *whole(const struct json *spec)
 	return s;
 }
 
-static void check_kept(const char *data, const struct json *spec)
+static void check_kept(struct json *kept, const struct json *spec)
 {
-	struct fb_errinfo ei;
-	struct json *kept = json_parse(data, strlen(data), "kept", &ei);
 	const struct json *f = json_get(kept, "features");
 
 	if (json_type(kept) != JSON_OBJECT || json_type(f) != JSON_OBJECT)
@@ -244,26 +243,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (name && *name) {
 		struct nl_set a, b, c;
 		const struct json *spec = json_get(obj, "spec");
-		char *kept;
+		unsigned char *kept;
+		size_t kept_len;
 
 		if (!n || !n->nfs || n->nfs->next || !n->nfs->data)
 			abort(); /* filed under its node, once */
-		check_kept(n->nfs->data, spec);
+		check_kept(nfstore_nf_kept(&m, n->nfs), spec);
 		if (nfstore_desired(&m, n, &a) != 0 || nfstore_desired(&m, n, &b) != 0)
 			abort();
 		if (!same_set(&a, &b))
 			abort();
 		nl_set_free(&b);
 		if (wellformed(spec)) {
+			char *w = whole(spec);
+			struct json *wj = w ? json_parse(w, strlen(w), "whole", &ei) : NULL;
+
 			kept = n->nfs->data;
-			n->nfs->data = whole(spec);
-			if (nfstore_desired(&m, n, &c) != 0)
+			kept_len = n->nfs->data_len;
+			n->nfs->data = NULL;
+			n->nfs->data_len = 0;
+			if (!wj || kept_set_(&m, n->nfs, wj) != 0 || nfstore_desired(&m, n, &c) != 0)
 				abort();
 			if (!same_set(&a, &c))
 				abort(); /* the kept part hid something the rules look at */
 			nl_set_free(&c);
-			free(n->nfs->data);
+			kept_drop_(&m, n->nfs);
 			n->nfs->data = kept;
+			n->nfs->data_len = kept_len;
+			json_free(wj);
+			free(w);
 		}
 		nl_set_free(&a);
 	} else if (m.nodes.n != 0) {
