@@ -17,7 +17,9 @@ done
 t "aarch64 binary is an ARM aarch64 ELF" sh -c "file -L build/aarch64/featurebox | grep -q 'ARM aarch64'"
 t "armhf binary is a 32-bit ARM EABI5 hard-float ELF" \
 	sh -c "file -L build/armhf/featurebox | grep -q 'ELF 32-bit LSB executable, ARM, EABI5'"
-t "sizes within budget: x86_64 and aarch64 768 KiB (make size)" scripts/size-report --check
+t "sizes within budget: every arch (scripts/size-budgets.sh; make size)" scripts/size-report --check
+t "a binary over its budget fails the size check" \
+	sh -c "! SIZE_BUDGET_aarch64=\$((\$(stat -c %s build/aarch64/featurebox) - 1)) scripts/size-report --check >/dev/null"
 t "the sanitizer build is dynamic and instrumented" \
 	sh -c "file -L build/check/featurebox | grep -q 'dynamically linked' && nm build/check/featurebox | grep -q __asan_init"
 fi
