@@ -53,7 +53,9 @@
 /* --- hashes ------------------------------------------------------------ */
 #define MBEDTLS_MD_C
 #define MBEDTLS_SHA256_C
+#define MBEDTLS_SHA256_SMALLER          /* size over speed: we hash a handshake, not bulk data */
 #define MBEDTLS_SHA512_C                /* base of SHA-384 */
+#define MBEDTLS_SHA512_SMALLER
 #define MBEDTLS_SHA384_C
 
 /* --- public key -------------------------------------------------------- */
@@ -62,9 +64,9 @@
 #define MBEDTLS_PKCS1_V15
 #define MBEDTLS_PKCS1_V21               /* RSA-PSS: TLS 1.3 CertificateVerify */
 #define MBEDTLS_ECP_C
+#define MBEDTLS_ECP_FIXED_POINT_OPTIM 0 /* no precomputed generator tables */
 #define MBEDTLS_ECP_DP_SECP256R1_ENABLED
 #define MBEDTLS_ECP_DP_SECP384R1_ENABLED
-#define MBEDTLS_ECP_NIST_OPTIM
 #define MBEDTLS_ECDH_C
 #define MBEDTLS_ECDSA_C
 #define MBEDTLS_PK_C
