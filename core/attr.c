@@ -32,7 +32,7 @@ static ssize_t fill(int fd, char *buf, size_t max, int all)
 
 ssize_t attr_read(int dirfd, const char *path, char *buf, size_t size, unsigned flags)
 {
-	int of = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (flags & ATTR_NOFOLLOW ? O_NOFOLLOW : 0);
+	int of = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (flags & ATTR_NOFOLLOW ? O_NOFOLLOW : 0);
 	int fd, saved;
 	struct stat st;
 	ssize_t n;

@@ -128,7 +128,7 @@ int hostfs_open(const struct hostfs *h, const char *rel, int flags)
 		errno = ENAMETOOLONG;
 		return -FB_E2BIG;
 	}
-	fd = open(path, flags | O_CLOEXEC);
+	fd = open(path, flags | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return errno == ENOENT || errno == ENOTDIR ? -FB_ENOENT : -FB_EIO;
 	return fd;
@@ -160,7 +160,7 @@ int hostfs_open_beneath(int dirfd, const char *rel, int flags, char *path, size_
 		while (*p == '/')
 			p++;
 		if (!*p) { /* rel named a directory: "", ".", "a/.." */
-			fd = openat(fds[depth], ".", flags | O_CLOEXEC);
+			fd = openat(fds[depth], ".", flags | O_CLOEXEC | O_NOCTTY);
 			rc = fd >= 0 ? fd : -FB_EIO;
 			break;
 		}
@@ -217,7 +217,7 @@ int hostfs_open_beneath(int dirfd, const char *rel, int flags, char *path, size_
 		memcpy(res + rlen, comp, n + 1);
 		rlen += n;
 		if (last) {
-			fd = openat(fds[depth], comp, flags | O_NOFOLLOW | O_CLOEXEC);
+			fd = openat(fds[depth], comp, flags | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
 			rc = fd >= 0 ? fd : errno == ENOENT || errno == ENOTDIR ? -FB_ENOENT : -FB_EIO;
 			break;
 		}

@@ -22,7 +22,7 @@ ssize_t sysfs_read(int dirfd, const char *name, char *buf, size_t size)
 
 ssize_t sysfs_read_alloc(int dirfd, const char *path, size_t cap, char **out)
 {
-	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), saved;
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), saved;
 	ssize_t len;
 
 	*out = NULL;
