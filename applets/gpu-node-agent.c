@@ -579,7 +579,6 @@ static int write_features(struct agent *a, const struct json *want)
 	long long now = loop_now_ms();
 	size_t n;
 	time_t exp;
-	struct tm tm;
 	int rc = -1;
 
 	if (!a->feat_path)
@@ -606,8 +605,7 @@ static int write_features(struct agent *a, const struct json *want)
 		goto out;
 	}
 	exp = time(NULL) + (time_t)(a->feat_expiry_ms / 1000);
-	gmtime_r(&exp, &tm);
-	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	log_rfc3339(exp, ts, sizeof(ts));
 	buf_printf(&f, "# gpu-node-agent: these labels expire unless it rewrites them\n# +expiry-time=%s\n%s", ts, b.p);
 	fb_errinfo_init(&ei);
 	if (f.err) {

@@ -260,15 +260,6 @@ static int print_result(const struct run *u, const char *addr, int text)
 
 /* ---- PhysicalGPU status and Event -------------------------------------- */
 
-static void now_rfc3339(char *out, size_t size)
-{
-	time_t t = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* One JSON request that must answer 2xx; the reply body into *out when
  * given. Returns 0 or -1 (logged). */
 static int request(struct kube *k, const struct fb_log *lg, const char *method, const char *path,
@@ -345,7 +336,7 @@ static void update_pgpu(struct run *u, const char *node, const char *kubeconfig,
 		reason = exit_code == 4 ? "DriverSwitchRefused" : "DriverSwitchFailed";
 		snprintf(msg, sizeof(msg), "%s to %s: %s: %.1200s", u->s.addr, u->target, u->result, u->error);
 	}
-	now_rfc3339(now, sizeof(now));
+	log_rfc3339(time(NULL), now, sizeof(now));
 	snprintf(gen, sizeof(gen), "%.*s.", PGPU_NAME_MAX - 6, name);
 	ev = json_new_object();
 	{

@@ -238,3 +238,14 @@ const char *log_escape(const char *s, size_t len, char *out, size_t size)
 	out[n] = '\0';
 	return out;
 }
+
+char *log_rfc3339(time_t t, char *out, size_t size)
+{
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm))
+		memset(&tm, 0, sizeof(tm));
+	snprintf(out, size, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+		 tm.tm_hour, tm.tm_min, tm.tm_sec);
+	return out;
+}

@@ -5,6 +5,7 @@
 #define FB_LOG_H
 
 #include <stddef.h>
+#include <time.h>
 
 struct fb_log {
 	int v;  /* -v N: LOG_V(lg, n, ...) prints when v >= n */
@@ -27,6 +28,12 @@ void log_write_(const struct fb_log *lg, char sev, const char *file, int line,
  * bytes outside printable ASCII, '"' and '\\' escaped as \xNN, so data from
  * a file cannot forge log lines. Returns out. */
 const char *log_escape(const char *s, size_t len, char *out, size_t size);
+
+/* t in UTC as RFC 3339 to the second, "2006-01-02T15:04:05Z" (what
+ * metav1.Time marshals; NFD's +expiry-time): 21 bytes with the NUL, cut to
+ * fit a smaller size. Returns out. (snprintf, not strftime: strftime links
+ * musl's locale and time-zone code.) */
+char *log_rfc3339(time_t t, char *out, size_t size);
 
 #define LOG_I(lg, ...) log_write_((lg), 'I', __FILE__, __LINE__, __VA_ARGS__)
 #define LOG_W(lg, ...) log_write_((lg), 'W', __FILE__, __LINE__, __VA_ARGS__)

@@ -34,15 +34,6 @@ static void device_label(const char *name, const char *id, char *out)
 		pgpu_normalise(id, out, LABELS_NAME_MAX);
 }
 
-static void now_rfc3339(char *out, size_t size)
-{
-	time_t t = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static int json_set_int(struct json *o, const char *key, long long v)
 {
 	return json_set_take(o, key, json_new_number((double)v));
@@ -364,7 +355,7 @@ void pgpu_condition_times(struct json *want, const struct json *have)
 {
 	char now[32];
 
-	now_rfc3339(now, sizeof(now));
+	log_rfc3339(time(NULL), now, sizeof(now));
 	for (struct json *c = json_child(json_get(want, "conditions")); c; c = json_next(c)) {
 		const char *t = NULL;
 

@@ -133,9 +133,30 @@ static void test_node_name(void)
 	T_STR("no $NODE_NAME: the host name", app_node_name("", buf, sizeof(buf)), host);
 }
 
+/* log_rfc3339: UTC to the second, as metav1.Time and NFD's +expiry-time */
+static void test_rfc3339(void)
+{
+	static const struct {
+		long long t;
+		const char *want;
+	} c[] = {
+		{ 0, "1970-01-01T00:00:00Z" },
+		{ 1700000000, "2023-11-14T22:13:20Z" },
+		{ 951782400, "2000-02-29T00:00:00Z" },
+		{ 2147483648LL, "2038-01-19T03:14:08Z" }, /* past 32 bits: musl's time_t is 64-bit everywhere */
+		{ 4102444799LL, "2099-12-31T23:59:59Z" },
+	};
+	char buf[32], small[11];
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		T_STR(c[i].want, log_rfc3339((time_t)c[i].t, buf, sizeof(buf)), c[i].want);
+	T_STR("cut to fit a small buffer", log_rfc3339(0, small, sizeof(small)), "1970-01-01");
+}
+
 int main(void)
 {
 	t_suite = "app";
+	test_rfc3339();
 	test_node_name();
 	test_serve();
 	return t_done();
