@@ -635,7 +635,9 @@ static struct frag alt(struct cc *c)
 			break;
 		c->prog[s].x = f.start;
 		c->prog[s].y = g.start;
-		f = (struct frag){ s, append(c, f.out, g.out) };
+		/* g's exits are the short list: walking f's, which grows by one
+		 * an alternative, made a long alternation quadratic */
+		f = (struct frag){ s, append(c, g.out, f.out) };
 	}
 	return f;
 }
@@ -674,7 +676,8 @@ int re_compile(struct re *re, const char *pattern, char *err, size_t errsize)
 	re->prog = c.prog;
 	re->n = c.n;
 	re->sets = (unsigned char *)buf_take(&x.o, NULL);
-	if (!re->sets) {
+	re->mark = calloc(re->n, sizeof(*re->mark) + 3 * sizeof(unsigned));
+	if (!re->sets || !re->mark) {
 		re_free(re);
 		return -FB_ENOMEM;
 	}
@@ -686,6 +689,7 @@ void re_free(struct re *re)
 {
 	free(re->prog);
 	free(re->sets);
+	free(re->mark);
 	memset(re, 0, sizeof(*re));
 }
 
@@ -747,9 +751,9 @@ int re_matches(const struct re *re, const char *s)
 
 	if (!re->n)
 		return 0;
-	m.mark = calloc(re->n, sizeof(*m.mark) + 3 * sizeof(unsigned));
-	if (!m.mark)
-		return -FB_ENOMEM;
+	/* the state sets were allocated with the program: a match cannot fail */
+	m.mark = re->mark;
+	memset(m.mark, 0, re->n * sizeof(*m.mark));
 	m.stack = (unsigned *)(m.mark + re->n);
 	cur = m.stack + re->n;
 	nxt = cur + re->n;
@@ -772,6 +776,5 @@ int re_matches(const struct re *re, const char *s)
 		nxt = cur == m.stack + re->n ? cur + re->n : m.stack + re->n;
 		ncur = nnxt;
 	}
-	free(m.mark);
 	return found;
 }

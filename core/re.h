@@ -36,6 +36,7 @@ struct re {
 	struct re_inst *prog; /* owned */
 	unsigned char *sets;  /* owned: the 256-bit byte sets prog points into */
 	size_t n;             /* instructions in prog */
+	size_t *mark;         /* owned: the state sets re_matches works in (n marks, 3n unsigned) */
 };
 
 /* Compiles pattern into re. Returns 0 (re_free(re) later), -FB_EINVAL with
@@ -45,9 +46,10 @@ struct re {
  * holds nothing (re_free is still safe). */
 int re_compile(struct re *re, const char *pattern, char *err, size_t errsize);
 
-/* Whether pattern matches somewhere in s (as Go's MatchString): 1 or 0, or
- * -FB_ENOMEM when the state sets (about 20 bytes an instruction) cannot be
- * had. */
+/* Whether pattern matches somewhere in s (as Go's MatchString): 1 or 0. It
+ * cannot fail: re_compile allocated the state sets (about 20 bytes an
+ * instruction). Not reentrant on one re (it works in re->mark); nothing in
+ * featurebox matches one pattern from two threads. */
 int re_matches(const struct re *re, const char *s);
 
 /* Frees what re_compile put in re; safe on a zeroed re and twice. */
