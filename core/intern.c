@@ -5,6 +5,7 @@
 
 #include "buf.h"
 #include "err.h"
+#include "strhash.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,13 +16,10 @@ struct intern_ent {
 	uint32_t hash;
 };
 
+/* keyed (strhash.h): a hostile node cannot aim its names at one slot */
 static uint32_t str_hash(const char *s)
 {
-	uint32_t h = 2166136261u;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 16777619u;
-	return h;
+	return (uint32_t)strhash(s);
 }
 
 void intern_init(struct intern *t)

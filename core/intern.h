@@ -1,7 +1,9 @@
 /* intern: a table of shared strings, each distinct string kept once and
  * named by a small id; reference counted, so a string nobody holds any more
- * is freed and its id reused (a table fed by untrusted objects stays as big
- * as what is held, not as what was ever seen). For many objects that repeat
+ * is freed and its id reused: the strings of a table fed by untrusted
+ * objects are what is held, not what was ever seen (the id and slot arrays,
+ * about 24 bytes an id, stay at their peak: they do not shrink). Slots are
+ * picked by a keyed hash (strhash.h). For many objects that repeat
  * the same names and values: nfd-master keeps each NodeFeature's kept part as
  * ids into one such table (nfstore), thousands of nodes sharing their label
  * and feature names and values.

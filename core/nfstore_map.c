@@ -2,6 +2,7 @@
 #include "nfstore_int.h"
 
 #include "err.h"
+#include "strhash.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@ uint64_t fnv_(const void *p, size_t n, uint64_t h)
 
 static size_t smap_find(const struct nfstore_map *m, const char *key)
 {
-	size_t i = fnv_(key, strlen(key), FNV0) & (m->cap - 1);
+	size_t i = strhash(key) & (m->cap - 1);
 
 	while (m->s[i].key && strcmp(m->s[i].key, key) != 0)
 		i = (i + 1) & (m->cap - 1);
@@ -66,7 +67,7 @@ void smap_del_(struct nfstore_map *m, const char *key)
 	m->s[i].val = NULL;
 	m->n--;
 	for (j = (i + 1) & (m->cap - 1); m->s[j].key; j = (j + 1) & (m->cap - 1)) {
-		size_t want = fnv_(m->s[j].key, strlen(m->s[j].key), FNV0) & (m->cap - 1);
+		size_t want = strhash(m->s[j].key) & (m->cap - 1);
 
 		/* move j back to i unless its home lies cyclically in (i, j] */
 		if ((j > i && (want <= i || want > j)) || (j < i && want <= i && want > j)) {

@@ -6,6 +6,7 @@
 #include "t.h"
 
 #include "../../core/intern.h"
+#include "../../core/strhash.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -34,9 +35,41 @@ static const struct {
 	{ PUT, 5, NULL, -1, 0, "false" },
 };
 
+/* strhash is keyed: it differs from the same hash with a zero key (what an
+ * attacker could compute), for every one of a few names (each equal with
+ * probability 2^-64). A second exec of the binary would show the key is per
+ * process, but the aarch64 unit tests run under qemu-user, where no exec of
+ * this binary is possible without binfmt. */
+static uint64_t unkeyed(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
+}
+
+static void test_strhash_keyed(void)
+{
+	static const char *const names[] = { "", "node-1", "feature.node.kubernetes.io/cpu-cpuid.AVX2", "true" };
+	int keyed = 1;
+
+	T_OK("strhash: the same string, the same hash", strhash("node-1") == strhash("node-1"), "differs");
+	T_OK("strhash: another string, another hash", strhash("node-1") != strhash("node-2"), "equal");
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		keyed &= strhash(names[i]) != unkeyed(names[i]);
+	T_OK("strhash: keyed (no name hashes as with a zero key)", keyed, "a name hashed as unkeyed");
+}
+
 int main(void)
 {
 	t_suite = "intern";
+	test_strhash_keyed();
 	{
 		struct intern t;
 		long id[8];
