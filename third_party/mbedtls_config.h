@@ -43,8 +43,13 @@
 
 /* --- symmetric --------------------------------------------------------- */
 #define MBEDTLS_AES_C
-#define MBEDTLS_AES_ROM_TABLES          /* tables in .rodata, not built into .bss */
-#define MBEDTLS_AES_FEWER_TABLES        /* 2 KiB of tables instead of 8 */
+#define MBEDTLS_AES_FEWER_TABLES        /* 2 KiB of tables instead of 8, built into .bss at the first use */
+/* GCM only encrypts blocks: no inverse tables or key schedule. Not on
+ * x86_64: mbedTLS 3.6.6's AES-NI assembly (aesni.c) still jumps to the
+ * decryption loop this option removes, and the build fails. */
+#if !defined(__x86_64__)
+#define MBEDTLS_BLOCK_CIPHER_NO_DECRYPT
+#endif
 #define MBEDTLS_AESNI_C                 /* x86_64 only; compiled out elsewhere */
 #define MBEDTLS_AESCE_C                 /* Armv8-A only; compiled out elsewhere */
 #define MBEDTLS_GCM_C
