@@ -78,7 +78,6 @@ else
   # gcc-ar: the archive index must list the symbols of LTO objects
   AR := $(CROSS)gcc-ar
   STRIP := $(CROSS)strip
-  TP_CFLAGS := $(OPT)
   LDFLAGS_FB := -static -no-pie -Wl,--gc-sections -Wl,--build-id=none
   ifeq ($(ARCH),aarch64)
     # the tiny code model addresses data with one ADR instead of ADRP+ADD:
@@ -92,6 +91,8 @@ else
     # the separate-code layout pads each of them to a page
     LDFLAGS_FB += -Wl,-z,noseparate-code
   endif
+  # the libraries are built with the same flags, the code model included
+  TP_CFLAGS := $(OPT)
 endif
 
 include third_party/deps.mk

@@ -53,7 +53,10 @@ bench_calls() {
 	local out
 	out=$(mktemp /tmp/fb-bench-strace-XXXXXX)
 	strace -f -c -o "$out" "$@" >/dev/null 2>&1 || true
-	awk '$NF == "total" { print $4 }' "$out"
+	# the sum of the per-syscall rows' calls column (the 4th: every row
+	# fills the columns before it), not the total row, which strace versions
+	# fill differently
+	awk '/^-/ { sep++; next } sep == 1 && NF >= 5 { n += $4; seen = 1 } END { if (seen) print n }' "$out"
 	rm -f "$out"
 }
 
