@@ -12,8 +12,6 @@ static int keyed;
 
 uint64_t strhash(const char *s)
 {
-	uint64_t h;
-
 	if (!keyed) {
 		const void *r = (const void *)getauxval(AT_RANDOM);
 
@@ -21,11 +19,17 @@ uint64_t strhash(const char *s)
 			memcpy(key, r, sizeof(key));
 		keyed = 1;
 	}
-	h = 0xcbf29ce484222325ULL ^ key[0];
+	return strhash_key_(s, key);
+}
+
+uint64_t strhash_key_(const char *s, const uint64_t k[2])
+{
+	uint64_t h = 0xcbf29ce484222325ULL ^ k[0];
+
 	while (*s)
 		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
 	/* the finaliser of MurmurHash3 (fmix64), keyed again */
-	h ^= key[1];
+	h ^= k[1];
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdULL;
 	h ^= h >> 33;

@@ -11,5 +11,8 @@
 #include <stdint.h>
 
 uint64_t strhash(const char *s);
+/* The same with the key given (tests: a zero key is what an attacker could
+ * compute). */
+uint64_t strhash_key_(const char *s, const uint64_t key[2]);
 
 #endif
