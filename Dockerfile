@@ -11,6 +11,10 @@
 # Build on an amd64 machine: scripts/install-deps installs cross compilers
 # for aarch64 and armhf only (on an arm64 machine amd64 images fail to build).
 #
+# Without Docker: `make oci` writes the same image for the three platforms as
+# one OCI archive (build/oci/featurebox.tar), built from this file as
+# scripts/image-check reads it (see the README, "Air-gapped clusters").
+#
 # Differences from upstream NFD's minimal image: the applets are symlinks to
 # /usr/bin/featurebox (relative, as `make image-rootfs` makes them) and the
 # entrypoint is featurebox itself, so a pod names its applet in `command`

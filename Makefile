@@ -9,6 +9,8 @@
 #                         release build
 #   make size             stripped size per built arch and the 15 largest symbols
 #   make image-rootfs     build/image/$(ARCH)/rootfs: the container image's files
+#   make oci              build/oci/featurebox.tar: the multi-platform OCI image
+#                         archive of the three trees (see README, "Air-gapped")
 #   make bench            benchmarks (scripts/bench: tables of figures, never pass/fail
 #                         timing; also build/bench/report.md); builds the release
 #                         binary and the cross ones first (the size table wants all
@@ -210,6 +212,22 @@ image-rootfs: $(BIN) applets/applets.def deploy/base/nfd-worker.conf
 	@printf 'image-rootfs: %s: %s bytes (%s entries)\n' $(IMG_ROOT) \
 		"$$(find $(IMG_ROOT) -mindepth 1 ! -type d -printf '%s\n' | awk '{ n += $$1 } END { print n }')" \
 		"$$(find $(IMG_ROOT) -mindepth 1 ! -type d | wc -l)"
+
+# The multi-platform OCI image archive (linux/amd64, linux/arm64,
+# linux/arm/v7) from the three image-rootfs trees, with no registry, daemon
+# or network: scripts/oci-archive builds it from what scripts/image-check
+# reads in the Dockerfile, so the two describe one image. Same sources, same
+# bytes (SOURCE_DATE_EPOCH or the HEAD commit's time). The project records
+# no public repository nor a licence of its own yet: set OCI_SOURCE and
+# OCI_LICENSES (SPDX) in config.mak for a release; the default licences are
+# the linked libraries' (musl, mbedTLS, cJSON, libfdt) and featurebox's own.
+OCI_OUT ?= build/oci/featurebox.tar
+OCI_SOURCE ?= https://featurebox.invalid/source
+OCI_LICENSES ?= LicenseRef-featurebox AND MIT AND (Apache-2.0 OR GPL-2.0-or-later) AND (GPL-2.0-or-later OR BSD-2-Clause)
+.PHONY: oci
+oci:
+	@for a in x86_64 aarch64 armhf; do $(MAKE) --no-print-directory image-rootfs ARCH=$$a || exit 1; done
+	@scripts/oci-archive --out '$(OCI_OUT)' --source '$(OCI_SOURCE)' --licenses '$(OCI_LICENSES)'
 
 # Fuzzing with clang's libFuzzer for a fixed budget (not part of make test,
 # which replays the corpora): FUZZ_SECONDS per target (60), FUZZ_TARGETS to
