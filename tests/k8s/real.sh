@@ -1,0 +1,356 @@
+# The applets against a real control plane: kube-apiserver 1.20 built from
+# Debian's kubernetes source package and Debian's etcd, started by
+# tests/k8s/real/controlplane with Node,RBAC authorization and the
+# NodeRestriction admission plugin. The CRDs of deploy/base/crds get the real
+# structural-schema validation and pruning; each applet runs under its
+# ServiceAccount and the RBAC of deploy/base/rbac (a token from the
+# TokenRequest API), and a node acts with its real node identity
+# (system:node:NAME). The stand-in server (tests/k8s/server.py) stays for
+# fault injection.
+set -u
+. "$FB_TOP/tests/lib/testing.sh"
+SUITE=k8s/real
+FB=${FBBIN:-$FB_TOP/build/featurebox}
+CP=$FB_TOP/tests/k8s/real/controlplane
+D=$W/cp
+PIDS=
+cleanup() {
+	for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
+	"$CP" stop "$D" 2>/dev/null
+	rm -rf "$W"
+}
+trap cleanup EXIT
+[ -n "${FB_REAL_KEEP:-}" ] && trap 'for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done; "$CP" stop "$D"' EXIT
+
+if ! "$CP" start "$D" node1 node2 >"$W/start.log" 2>&1; then
+	fail "the control plane starts (tests/k8s/real/controlplane): $(tail -c 800 "$W/start.log" | tr '\n' ' ')"
+	exit 1
+fi
+pass "etcd and kube-apiserver ($("$(cat "$D/kube-apiserver-path")" --version 2>&1)) start, /readyz ok"
+
+K() { kubectl --kubeconfig "$D/kubeconfig-admin" "$@"; }
+KN() { # NODE ARGS...: as system:node:NODE
+	local n=$1
+	shift
+	kubectl --kubeconfig "$D/kubeconfig-node-$n" "$@"
+}
+NS=node-feature-discovery
+GPUNS=d8-nvidia-gpu
+NFAPI=/apis/nfd.k8s-sigs.io/v1alpha1
+
+# sa_kubeconfig NS SA FILE: a kubeconfig for the ServiceAccount, with a token
+# from the TokenRequest API (an hour) and NS as its namespace
+sa_kubeconfig() {
+	local tok
+	tok=$(printf '%s' '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":3600}}' |
+		K create --raw "/api/v1/namespaces/$1/serviceaccounts/$2/token" -f - |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["status"]["token"])') || return 1
+	cat >"$3" <<-EOF
+		apiVersion: v1
+		kind: Config
+		clusters:
+		- name: real
+		  cluster: {server: "$(cat "$D/url")", certificate-authority: "$D/ca.crt"}
+		users:
+		- name: $2
+		  user: {token: "$tok"}
+		contexts:
+		- name: real
+		  context: {cluster: real, user: $2, namespace: $1}
+		current-context: real
+	EOF
+}
+
+# jget PATH EXPR [ARG]...: python expression EXPR over the object at PATH (as
+# admin), printed; the ARGs are sys.argv[1:] there
+jget() {
+	local p=$1 e=$2
+	shift 2
+	K get --raw "$p" | python3 -c 'import json, sys; o = json.load(sys.stdin); sys.argv = sys.argv[1:]; print(eval(sys.argv[0]))' "$e" "$@"
+}
+
+# 1. The CRDs, and the custom resource that crashed a stock build
+if K apply -k "$FB_TOP/deploy/base/crds" >"$W/out" 2>&1 &&
+	K wait --for condition=established --timeout=120s crd --all >>"$W/out" 2>&1; then
+	pass "deploy/base/crds: applied and established ($(grep -c created "$W/out") CRDs)"
+else
+	fail "deploy/base/crds: $(head -c 600 "$W/out")"
+fi
+K create namespace probe >/dev/null 2>&1
+nf() { # NAME NODE EXTRA-SPEC-JSON
+	printf '{"apiVersion":"nfd.k8s-sigs.io/v1alpha1","kind":"NodeFeature","metadata":{"name":"%s","namespace":"probe","labels":{"nfd.node.kubernetes.io/node-name":"%s"}},"spec":%s}' "$1" "$2" "$3"
+}
+if nf first node9 '{"labels":{"example.com/a":"1"},"unknownField":"x","features":{"flags":{"f":{"elements":{"x":{}}}},"attributes":{},"instances":{},"extra":1}}' |
+	K create -f - >"$W/out" 2>&1 && K get --raw /readyz >/dev/null 2>&1; then
+	pass "the first custom resource is stored and the API server lives (Debian's reflect2 1.0.2 in the build)"
+else
+	fail "creating the first NodeFeature: $(head -c 400 "$W/out"); $(tail -n 5 "$D/apiserver.log" | tr '\n' ' ' | head -c 400)"
+fi
+got=$(jget "$NFAPI/namespaces/probe/nodefeatures/first" 'sorted(o["spec"]) + sorted(o["spec"]["features"])')
+if [ "$got" = "['features', 'labels', 'attributes', 'flags', 'instances']" ]; then
+	pass "structural pruning: unknown fields of a NodeFeature are dropped (spec.unknownField, spec.features.extra)"
+else
+	fail "structural pruning: the stored spec has $got"
+fi
+if nf bad node9 '{"labels":{"example.com/a":5}}' | K create -f - >"$W/out" 2>&1; then
+	fail "a NodeFeature with a number as a label value is accepted"
+elif grep -q 'Invalid value' "$W/out"; then
+	pass "validation: a number as a label value is refused (422 Invalid value)"
+else
+	fail "a bad NodeFeature is refused, but not for its schema: $(head -c 300 "$W/out")"
+fi
+
+# 2. The manifests: the default and gpu overlays (namespaces, ServiceAccounts,
+# RBAC, workloads that nothing runs here: no scheduler, no kubelet)
+for o in default gpu; do
+	if K apply -k "$FB_TOP/deploy/overlays/$o" >"$W/out" 2>&1; then
+		pass "kubectl apply -k deploy/overlays/$o"
+	else
+		fail "kubectl apply -k deploy/overlays/$o: $(grep -v '^[a-z].* \(created\|unchanged\|configured\)$' "$W/out" | head -c 600)"
+	fi
+done
+for sa in $NS:nfd-worker $NS:nfd-master $NS:nfd-gc $GPUNS:gpu-node-agent $GPUNS:vfio-switch; do
+	IFS=: read -r ns name <<<"$sa"
+	if sa_kubeconfig "$ns" "$name" "$W/kc-$name" 2>"$W/err"; then
+		pass "a token for ServiceAccount $ns/$name from the TokenRequest API"
+	else
+		fail "TokenRequest for $ns/$name: $(head -c 300 "$W/err")"
+	fi
+done
+
+# 3. The nodes register themselves, as kubelets do (NodeRestriction: its own
+# Node only)
+for n in node1 node2; do
+	if printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"%s","labels":{"admin.example.com/rack":"r1"}}}' "$n" |
+		KN "$n" create -f - >"$W/out" 2>&1; then
+		pass "system:node:$n creates its own Node"
+	else
+		fail "system:node:$n creates its Node: $(head -c 300 "$W/out")"
+	fi
+done
+if KN node1 annotate node node2 example.com/x=y >"$W/out" 2>&1; then
+	fail "system:node:node1 may annotate node2"
+elif grep -qi 'forbidden' "$W/out"; then
+	pass "NodeRestriction: system:node:node1 cannot annotate node2 (forbidden)"
+else
+	fail "node1 annotating node2 fails, but not as forbidden: $(head -c 300 "$W/out")"
+fi
+
+# 4. nfd-worker under its ServiceAccount: its NodeFeature, as the real server
+# validates and prunes it
+mkdir -p "$W/host" "$W/empty"
+cp -r "$FB_TOP/tests/fixtures/nfd/x86-server/." "$FB_TOP/tests/fixtures/sysfs/gpuserver/." "$W/host/"
+worker() { # NODE KUBECONFIG [ARGS]
+	local n=$1 kc=$2
+	shift 2
+	"$FB" nfd-worker --oneshot --kubeconfig "$kc" --node-name "$n" --host-prefix "$W/host/" \
+		--features-dir "$W/empty" --config "$W/none.conf" --port 0 "$@"
+}
+if worker node1 "$W/kc-nfd-worker" >"$W/out" 2>&1; then
+	pass "nfd-worker --oneshot as ServiceAccount nfd-worker publishes node1's NodeFeature"
+else
+	fail "nfd-worker --oneshot as nfd-worker: $(tail -c 600 "$W/out")"
+fi
+"$FB" nfd-worker --oneshot --no-publish --node-name node1 --host-prefix "$W/host/" --features-dir "$W/empty" \
+	--config "$W/none.conf" 2>/dev/null | sort >"$W/labels.want"
+jget "$NFAPI/namespaces/$NS/nodefeatures/node1" \
+	'"\n".join(sorted(k + "=" + v for k, v in o["spec"]["labels"].items()))' >"$W/labels.got" 2>"$W/err"
+if [ -s "$W/labels.want" ] && cmp -s "$W/labels.want" "$W/labels.got"; then
+	pass "the stored NodeFeature node1 holds the worker's $(wc -l <"$W/labels.want") labels (nothing pruned)"
+else
+	fail "the stored NodeFeature's labels differ from --no-publish's: $(diff "$W/labels.want" "$W/labels.got" | head -c 400) $(head -c 200 "$W/err")"
+fi
+t "the stored NodeFeature node1: features.flags/attributes/instances and the node-name label survive pruning" \
+	jget "$NFAPI/namespaces/$NS/nodefeatures/node1" \
+	'1 / (o["metadata"]["labels"]["nfd.node.kubernetes.io/node-name"] == "node1" and len(o["spec"]["features"]["flags"]) > 0 and len(o["spec"]["features"]["attributes"]) > 0 and len(o["spec"]["features"]["instances"]) > 0)'
+
+# One rule less: the worker's Role without its NodeFeature rule fails the run
+K get role -n $NS nfd-worker -o json >"$W/role.json"
+python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["rules"] = [x for x in r["rules"] if "nodefeatures" not in x["resources"]]
+for k in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
+    r["metadata"].pop(k, None)
+json.dump(r, open(sys.argv[2], "w"))' "$W/role.json" "$W/role-less.json"
+K replace -f "$W/role-less.json" >/dev/null 2>&1
+K delete nodefeature -n $NS node1 >/dev/null 2>&1
+if worker node1 "$W/kc-nfd-worker" >"$W/out" 2>&1; then
+	fail "nfd-worker publishes with its Role's NodeFeature rule removed"
+elif grep -q '403' "$W/out"; then
+	pass "nfd-worker's Role less its NodeFeature rule: the run fails, saying 403"
+else
+	fail "nfd-worker fails without its NodeFeature rule, but not with a 403: $(tail -c 300 "$W/out")"
+fi
+K apply -k "$FB_TOP/deploy/overlays/default" >/dev/null 2>&1
+worker node1 "$W/kc-nfd-worker" >"$W/out" 2>&1 || fail "nfd-worker with its Role restored: $(tail -c 300 "$W/out")"
+
+# 5. nfd-master under its ServiceAccount, with leader election on a real Lease
+"$FB" nfd-master --kubeconfig "$W/kc-nfd-master" --enable-leader-election --port 0 >"$W/master.log" 2>&1 &
+master=$!
+PIDS="$PIDS $master"
+lease_holder() { jget "/apis/coordination.k8s.io/v1/namespaces/$NS/leases/nfd-master.nfd.kubernetes.io" 'o["spec"]["holderIdentity"]'; }
+if wait_for 120 lease_holder; then
+	pass "nfd-master takes the Lease nfd-master.nfd.kubernetes.io (holder $(lease_holder))"
+else
+	fail "nfd-master holds no Lease after 120 s: $(tail -c 400 "$W/master.log")"
+fi
+has_label() { # NODE KEY=VALUE
+	jget "/api/v1/nodes/$1" 'o["metadata"].get("labels", {}).get(sys.argv[1].split("=")[0])' "$2" 2>/dev/null |
+		grep -qx "${2#*=}"
+}
+not_label() { # NODE KEY
+	[ "$(jget "/api/v1/nodes/$1" 'o["metadata"].get("labels", {}).get(sys.argv[1])' "$2")" = None ]
+}
+if wait_for 120 has_label node1 feature.node.kubernetes.io/pci-0302_10de.present=true; then
+	pass "nfd-master labels node1 from its NodeFeature (a JSON patch the real server applies)"
+else
+	fail "node1 not labelled after 120 s: $(K get node node1 -o json | head -c 300); $(tail -c 400 "$W/master.log")"
+fi
+t "the admin's label on node1 is kept" has_label node1 admin.example.com/rack=r1
+
+# The node's own identity claims an admin's label as NFD's through its own
+# annotations (NodeRestriction lets a node write those). A label the node may
+# remove itself (admin.example.com/rack) is no escalation; one in
+# node-restriction.kubernetes.io, which the real NodeRestriction keeps the
+# node from touching, nfd-master must keep (core/nodelabels.c, issue 16).
+K label node node1 node-restriction.kubernetes.io/zone=secure >/dev/null 2>&1 ||
+	fail "the admin labels node1 node-restriction.kubernetes.io/zone=secure"
+if KN node1 label node node1 node-restriction.kubernetes.io/zone- >"$W/out" 2>&1; then
+	fail "system:node:node1 may remove its node-restriction.kubernetes.io label itself"
+elif grep -qi 'forbidden' "$W/out"; then
+	pass "NodeRestriction: system:node:node1 cannot remove node-restriction.kubernetes.io/zone from itself"
+else
+	fail "node1 removing its node-restriction label fails, but not as forbidden: $(head -c 300 "$W/out")"
+fi
+if KN node1 annotate --overwrite node node1 \
+	nfd.node.kubernetes.io/feature-labels=node-restriction.kubernetes.io/zone,feature.node.kubernetes.io/pci-0302_10de.present \
+	>"$W/out" 2>&1; then
+	pass "system:node:node1 rewrites its own Node's nfd annotations (allowed by NodeRestriction)"
+else
+	fail "node1 annotating itself: $(head -c 300 "$W/out")"
+fi
+# the worker republishes with the cpu labels only: once the master has
+# removed the pci label it owned, it has acted on the claim too
+worker node1 "$W/kc-nfd-worker" --label-sources cpu >"$W/out" 2>&1 ||
+	fail "nfd-worker --label-sources cpu: $(tail -c 300 "$W/out")"
+if ! wait_for 120 not_label node1 feature.node.kubernetes.io/pci-0302_10de.present; then
+	fail "nfd-master did not remove the pci label node1 no longer has within 120 s: $(tail -c 400 "$W/master.log")"
+elif has_label node1 node-restriction.kubernetes.io/zone=secure; then
+	pass "nfd-master keeps the admin's node-restriction label that node1's own annotation claimed"
+else
+	fail "nfd-master removed node-restriction.kubernetes.io/zone after node1 claimed it: $(K get node node1 -o json | head -c 400)"
+fi
+
+# 6. The API server restarted over the same etcd: the master's watches come
+# back and it goes on labelling
+if "$FB_TOP/tests/k8s/real/controlplane" restart "$D" >"$W/out" 2>&1; then
+	pass "kube-apiserver restarted over the same etcd"
+else
+	fail "kube-apiserver restart: $(tail -c 400 "$W/out")"
+fi
+worker node1 "$W/kc-nfd-worker" >"$W/out" 2>&1 || fail "nfd-worker after the restart: $(tail -c 300 "$W/out")"
+if wait_for 120 has_label node1 feature.node.kubernetes.io/pci-0302_10de.present=true; then
+	pass "after the restart nfd-master applies node1's new NodeFeature (its watches came back)"
+else
+	fail "after the restart node1's pci label is not back within 120 s: $(tail -c 600 "$W/master.log")"
+fi
+
+# 7. etcd compacted past what the master has seen, then the API server
+# restarted (its watch cache refilled from the compacted etcd): the master's
+# watches resume from an old resourceVersion, get a real 410 Gone, list again
+ETCD="$(cat "$D/etcd-url")"
+rev=$(ETCDCTL_API=3 etcdctl --endpoints "$ETCD" endpoint status -w json |
+	python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["Status"]["header"]["revision"])')
+relists=$(grep -c 'expired; listing again' "$W/master.log")
+kill -STOP "$master" # it must not see the change before the compaction
+worker node1 "$W/kc-nfd-worker" --label-sources cpu >/dev/null 2>&1 # changes etcd past what the master saw
+rev2=$(ETCDCTL_API=3 etcdctl --endpoints "$ETCD" endpoint status -w json |
+	python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["Status"]["header"]["revision"])')
+if ETCDCTL_API=3 etcdctl --endpoints "$ETCD" compact "$rev2" >"$W/out" 2>&1 &&
+	"$FB_TOP/tests/k8s/real/controlplane" restart "$D" >>"$W/out" 2>&1; then
+	pass "etcd compacted to revision $rev2 (from $rev) and the API server restarted"
+else
+	fail "etcd compaction and restart: $(tail -c 400 "$W/out")"
+fi
+kill -CONT "$master"
+relisted() { [ "$(grep -c 'expired; listing again' "$W/master.log")" -gt "$relists" ]; }
+if wait_for 120 relisted; then
+	pass "nfd-master's watches get 410 Gone for a compacted resourceVersion and list again: $(grep 'expired; listing again' "$W/master.log" | tail -n 1 | sed 's/^.*] //')"
+else
+	fail "nfd-master saw no expired resourceVersion after the compaction: $(tail -c 600 "$W/master.log")"
+fi
+if wait_for 120 not_label node1 feature.node.kubernetes.io/pci-0302_10de.present; then
+	pass "nfd-master applies the change it missed while its resourceVersion was compacted away"
+else
+	fail "node1 keeps the pci label the NodeFeature no longer has: $(tail -c 600 "$W/master.log")"
+fi
+
+kill "$master" 2>/dev/null
+wait "$master" 2>/dev/null
+
+# 8. nfd-gc under its ServiceAccount: the NodeFeature of a node that does not exist goes
+printf '{"apiVersion":"nfd.k8s-sigs.io/v1alpha1","kind":"NodeFeature","metadata":{"name":"gone","namespace":"%s","labels":{"nfd.node.kubernetes.io/node-name":"gone"}},"spec":{}}' $NS |
+	K create -f - >/dev/null 2>&1
+"$FB" nfd-gc --kubeconfig "$W/kc-nfd-gc" --port 0 --gc-interval 1h >"$W/gc.log" 2>&1 &
+gc=$!
+PIDS="$PIDS $gc"
+nf_gone() { ! K get nodefeature -n $NS gone >/dev/null 2>&1; }
+if wait_for 120 nf_gone; then
+	pass "nfd-gc as ServiceAccount nfd-gc deletes the NodeFeature of a node that does not exist"
+else
+	fail "nfd-gc left NodeFeature gone: $(tail -c 400 "$W/gc.log")"
+fi
+t "nfd-gc keeps node1's NodeFeature" K get nodefeature -n $NS node1
+kill "$gc" 2>/dev/null
+wait "$gc" 2>/dev/null
+
+# 9. gpu-node-agent under its ServiceAccount: PhysicalGPU objects as the real
+# server validates and prunes them, and the node's vendor label
+mkdir -p "$W/gpuroot"
+cp -r "$FB_TOP/tests/fixtures/sysfs/gpu4/." "$W/gpuroot/"
+if KUBERNETES_NAMESPACE=$GPUNS "$FB" gpu-node-agent --oneshot --kubeconfig "$W/kc-gpu-node-agent" --node-name node2 \
+	--host-prefix "$W/gpuroot/" --port 0 >"$W/out" 2>&1; then
+	pass "gpu-node-agent --oneshot as ServiceAccount gpu-node-agent"
+else
+	fail "gpu-node-agent --oneshot: $(tail -c 600 "$W/out")"
+fi
+KUBERNETES_NAMESPACE=$GPUNS "$FB" gpu-node-agent --oneshot --no-publish --node-name node2 --host-prefix "$W/gpuroot/" \
+	2>/dev/null | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))' >"$W/ngpu.want"
+ngpu=$(jget /apis/gpu.deckhouse.io/v1alpha1/physicalgpus 'len([i for i in o["items"] if i["metadata"]["labels"].get("gpu.deckhouse.io/node") == "node2"])')
+if [ "$ngpu" -gt 0 ] && [ "$ngpu" = "$(cat "$W/ngpu.want")" ]; then
+	pass "node2's $ngpu PhysicalGPUs are stored, one per device --no-publish prints"
+else
+	fail "node2's PhysicalGPUs: $ngpu stored, $(cat "$W/ngpu.want") devices"
+fi
+
+# 10. dt-labeller under its ServiceAccount: the devicetree's labels on node2
+dtc -I dts -O dtb -o "$W/rpi4.dtb" "$FB_TOP/tests/fixtures/dt/rpi4.dts" 2>/dev/null
+"$FB" dt-labeller -d --dtb "$W/rpi4.dtb" 2>/dev/null | sed -n 's|^\(beta\.devicetree\.org/[^:]*\): \(.*\)$|\1=\2|p' | sort >"$W/dt.want"
+# deploy/base/rbac/dt-labeller is in no overlay (dt-labeller's controller
+# mode): applied on its own, in $NS
+K kustomize "$FB_TOP/deploy/base/rbac/dt-labeller" -o "$W/dt-rbac.yaml" 2>/dev/null
+python3 -c '
+import sys
+out = []
+for doc in open(sys.argv[1]).read().split("\n---\n"):
+    if "kind: ServiceAccount" in doc:
+        doc = doc.replace("\n  name: dt-labeller", "\n  name: dt-labeller\n  namespace: " + sys.argv[2], 1)
+    doc = doc.replace("- kind: ServiceAccount\n  name: dt-labeller", "- kind: ServiceAccount\n  name: dt-labeller\n  namespace: " + sys.argv[2])
+    out.append(doc)
+open(sys.argv[1], "w").write("\n---\n".join(out))' "$W/dt-rbac.yaml" $NS
+K apply -f "$W/dt-rbac.yaml" >"$W/out" 2>&1 || fail "deploy/base/rbac/dt-labeller: $(head -c 300 "$W/out")"
+sa_kubeconfig $NS dt-labeller "$W/kc-dt-labeller" 2>/dev/null
+if "$FB" dt-labeller --oneshot --kubeconfig "$W/kc-dt-labeller" --node-name node2 --dtb "$W/rpi4.dtb" >"$W/out" 2>&1; then
+	pass "dt-labeller --oneshot as ServiceAccount dt-labeller"
+else
+	fail "dt-labeller --oneshot: $(tail -c 400 "$W/out")"
+fi
+jget /api/v1/nodes/node2 '"\n".join(sorted(k + "=" + v for k, v in o["metadata"]["labels"].items()))' >"$W/dt.got"
+missing=$(comm -23 "$W/dt.want" "$W/dt.got")
+if [ -s "$W/dt.want" ] && [ -z "$missing" ]; then
+	pass "node2 carries dt-labeller's $(wc -l <"$W/dt.want") devicetree labels"
+else
+	fail "node2 lacks devicetree labels: $(head -c 300 <<<"$missing")"
+fi
+[ "$fails" -eq 0 ]
