@@ -185,8 +185,26 @@ fi
 K apply -k "$FB_TOP/deploy/overlays/default" >/dev/null 2>&1
 worker node1 "$W/kc-nfd-worker" >"$W/out" 2>&1 || fail "nfd-worker with its Role restored: $(tail -c 300 "$W/out")"
 
-# 5. nfd-master under its ServiceAccount, with leader election on a real Lease
-"$FB" nfd-master --kubeconfig "$W/kc-nfd-master" --enable-leader-election --port 0 >"$W/master.log" 2>&1 &
+# audited VERB URI-REGEX USER: requests in the API server's audit log
+audited() {
+	python3 -c '
+import json, re, sys
+n = 0
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("stage") == "ResponseComplete" and e["verb"] == sys.argv[2] and \
+            re.search(sys.argv[3], e["requestURI"]) and e["user"]["username"] == sys.argv[4]:
+        n += 1
+print(n)' "$D/audit.log" "$@"
+}
+
+# 5. nfd-master under its ServiceAccount, with leader election on a real
+# Lease, listing in pages of 25 (120 more Nodes: continue tokens)
+for i in $(seq 1 120); do
+	printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"filler-%03d"}}\n' "$i"
+done | K create -f - >/dev/null 2>&1 || fail "creating 120 filler Nodes"
+"$FB" nfd-master --kubeconfig "$W/kc-nfd-master" --enable-leader-election --port 0 --informer-page-size 25 \
+	>"$W/master.log" 2>&1 &
 master=$!
 PIDS="$PIDS $master"
 lease_holder() { jget "/apis/coordination.k8s.io/v1/namespaces/$NS/leases/nfd-master.nfd.kubernetes.io" 'o["spec"]["holderIdentity"]'; }
@@ -208,6 +226,15 @@ else
 	fail "node1 not labelled after 120 s: $(K get node node1 -o json | head -c 300); $(tail -c 400 "$W/master.log")"
 fi
 t "the admin's label on node1 is kept" has_label node1 admin.example.com/rack=r1
+SAM=system:serviceaccount:$NS:nfd-master
+pages=$(audited list '^/api/v1/nodes\?.*continue=' "$SAM")
+listed=$(sed -n 's/.*everything listed: \([0-9]*\) nodes.*/\1/p' "$W/master.log" | head -n 1)
+# (its count also takes the nodes that only have a NodeFeature: node9's in "probe")
+if [ "$pages" -ge 4 ] && [ "${listed:-0}" -ge 122 ]; then
+	pass "nfd-master lists the 122 Nodes in pages of 25: $pages requests with the real server's continue tokens"
+else
+	fail "nfd-master's paged Node list: $pages continued requests; $(grep 'everything listed' "$W/master.log" | head -n 1)"
+fi
 
 # The node's own identity claims an admin's label as NFD's through its own
 # annotations (NodeRestriction lets a node write those). A label the node may
@@ -353,4 +380,117 @@ if [ -s "$W/dt.want" ] && [ -z "$missing" ]; then
 else
 	fail "node2 lacks devicetree labels: $(head -c 300 <<<"$missing")"
 fi
+
+# 11. vfio-switch --update-physicalgpu under its ServiceAccount (a copy of
+# the vfio fixture tree, tests/applets/fakekernel.py binding drivers): the
+# PhysicalGPU's status.currentState and an Event in "default"
+T=$W/vfio
+cp -r "$FB_TOP/tests/fixtures/sysfs/vfio" "$T" && chmod -R u+w "$T"
+python3 "$FB_TOP/tests/applets/fakekernel.py" "$T" >/dev/null 2>&1 &
+fk=$!
+PIDS="$PIDS $fk"
+wait_for 60 test -f "$T/fakekernel.ready" || fail "fakekernel.py starts"
+printf '{"apiVersion":"gpu.deckhouse.io/v1alpha1","kind":"PhysicalGPU","metadata":{"name":"node1-0000-01-00-0","labels":{"gpu.deckhouse.io/node":"node1"}},"spec":{}}' |
+	K create -f - >/dev/null 2>&1 || fail "creating PhysicalGPU node1-0000-01-00-0"
+VS=("$FB" vfio-switch --host-prefix "$T/" --node node1 --update-physicalgpu --kubeconfig "$W/kc-vfio-switch")
+if "${VS[@]}" --pci 0000:01:00.0 --to vfio-pci >"$W/out" 2>&1; then
+	pass "vfio-switch --update-physicalgpu as ServiceAccount vfio-switch: 0000:01:00.0 to vfio-pci"
+else
+	fail "vfio-switch --update-physicalgpu: $(tail -c 400 "$W/out")"
+fi
+t "the PhysicalGPU's status.currentState is vfio-pci / VFIO (the status subresource)" \
+	jget /apis/gpu.deckhouse.io/v1alpha1/physicalgpus/node1-0000-01-00-0 \
+	'1 / (o["status"]["currentState"] == {"driver": "vfio-pci", "driverType": "VFIO"})'
+t "an Event DriverSwitched on the PhysicalGPU in default" jget /api/v1/namespaces/default/events \
+	'1 / any(e["reason"] == "DriverSwitched" and e["involvedObject"]["name"] == "node1-0000-01-00-0" for e in o["items"])'
+
+# 12. One rule less: each applet's role without one rule it needs fails the
+# applet, saying 403 (nfd-worker's is above). less_rule KIND NS NAME RESOURCE VERB
+# drops VERB on RESOURCE from the role; restore KIND NS NAME puts it back.
+less_rule() {
+	local ns=()
+	[ -n "$2" ] && ns=(-n "$2")
+	K get "$1" "${ns[@]}" "$3" -o json >"$W/role.orig.json"
+	python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+for x in r["rules"]:
+    if sys.argv[3] in x["resources"] and sys.argv[4] in x["verbs"]:
+        x["verbs"].remove(sys.argv[4])
+r["rules"] = [x for x in r["rules"] if x["verbs"]]
+for k in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
+    r["metadata"].pop(k, None)
+json.dump(r, open(sys.argv[2], "w"))' "$W/role.orig.json" "$W/role.less.json" "$4" "$5"
+	K replace -f "$W/role.less.json" >/dev/null
+}
+restore() {
+	python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+for k in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
+    r["metadata"].pop(k, None)
+json.dump(r, open(sys.argv[1], "w"))' "$W/role.orig.json"
+	K replace -f "$W/role.orig.json" >/dev/null
+}
+# RBAC is enforced at once, but say so through the API: the SA's own view
+cannot() { # KUBECONFIG VERB RESOURCE [NS]
+	[ "$(kubectl --kubeconfig "$1" auth can-i "$2" "$3" ${4:+-n "$4"} 2>/dev/null)" = no ]
+}
+refused() { # NAME LOGFILE
+	if grep -q '403' "$2"; then pass "$1"; else fail "$1: no 403 in $(tail -c 300 "$2")"; fi
+}
+less_rule clusterrole "" featurebox-dt-labeller nodes patch
+wait_for 30 cannot "$W/kc-dt-labeller" patch nodes
+if "$FB" dt-labeller --oneshot --kubeconfig "$W/kc-dt-labeller" --node-name node1 --dtb "$W/rpi4.dtb" >"$W/out" 2>&1; then
+	fail "dt-labeller labels node1 without the nodes patch rule"
+else
+	refused "dt-labeller without patch on nodes: the run fails, saying 403" "$W/out"
+fi
+restore
+less_rule clusterrole "" featurebox-gpu-node-agent physicalgpus create
+wait_for 30 cannot "$W/kc-gpu-node-agent" create physicalgpus.gpu.deckhouse.io
+if KUBERNETES_NAMESPACE=$GPUNS "$FB" gpu-node-agent --oneshot --kubeconfig "$W/kc-gpu-node-agent" --node-name node1 \
+	--host-prefix "$W/gpuroot/" --port 0 >"$W/out" 2>&1; then
+	fail "gpu-node-agent creates node1's PhysicalGPUs without the create rule"
+else
+	refused "gpu-node-agent without create on physicalgpus: the run fails, saying 403" "$W/out"
+fi
+restore
+less_rule clusterrole "" featurebox-vfio-switch physicalgpus/status patch
+wait_for 30 cannot "$W/kc-vfio-switch" patch physicalgpus.gpu.deckhouse.io/status
+"${VS[@]}" --pci 0000:01:00.0 --to default >"$W/out" 2>&1
+refused "vfio-switch without patch on physicalgpus/status: the switch is done, the status update refused with 403 (a warning)" "$W/out"
+restore
+less_rule clusterrole "" featurebox-nfd-gc nodefeatures delete
+wait_for 30 cannot "$W/kc-nfd-gc" delete nodefeatures.nfd.k8s-sigs.io $NS
+printf '{"apiVersion":"nfd.k8s-sigs.io/v1alpha1","kind":"NodeFeature","metadata":{"name":"gone2","namespace":"%s","labels":{"nfd.node.kubernetes.io/node-name":"gone2"}},"spec":{}}' $NS |
+	K create -f - >/dev/null 2>&1
+"$FB" nfd-gc --kubeconfig "$W/kc-nfd-gc" --port 0 --gc-interval 1h >"$W/gc.log" 2>&1 &
+gc=$!
+PIDS="$PIDS $gc"
+if wait_for 120 grep -q 403 "$W/gc.log" && K get nodefeature -n $NS gone2 >/dev/null 2>&1; then
+	pass "nfd-gc without delete on nodefeatures: the NodeFeature stays, the log says 403"
+else
+	fail "nfd-gc without its delete rule: $(tail -c 300 "$W/gc.log")"
+fi
+kill "$gc" 2>/dev/null
+wait "$gc" 2>/dev/null
+restore
+K get role -n $NS nfd-master >/dev/null 2>&1 && less_rule role $NS nfd-master leases create
+wait_for 30 cannot "$W/kc-nfd-master" create leases.coordination.k8s.io $NS
+K delete lease -n $NS nfd-master.nfd.kubernetes.io >/dev/null 2>&1
+"$FB" nfd-master --kubeconfig "$W/kc-nfd-master" --enable-leader-election --port 0 >"$W/master2.log" 2>&1 &
+m2=$!
+PIDS="$PIDS $m2"
+if wait_for 120 grep -q 403 "$W/master2.log" &&
+	! K get lease -n $NS nfd-master.nfd.kubernetes.io >/dev/null 2>&1; then
+	pass "nfd-master without create on leases: no Lease, the log says 403"
+else
+	fail "nfd-master without its lease create rule: $(tail -c 300 "$W/master2.log")"
+fi
+kill "$m2" 2>/dev/null
+wait "$m2" 2>/dev/null
+restore
+kill "$fk" 2>/dev/null
+wait "$fk" 2>/dev/null
 [ "$fails" -eq 0 ]
