@@ -493,4 +493,74 @@ wait "$m2" 2>/dev/null
 restore
 kill "$fk" 2>/dev/null
 wait "$fk" 2>/dev/null
+
+# 13. A compromised node1 with what it can really use: the nfd-worker
+# ServiceAccount token of the worker Pod on it. It writes node1's NodeFeature
+# with labels an admin owns or the kubelet sets, and one with 20,000 labels;
+# nfd-master (its own ServiceAccount) writes none of the forbidden ones,
+# refuses the big one, keeps answering /healthz, and still applies node2's
+# NodeFeature.
+"$FB" nfd-master --kubeconfig "$W/kc-nfd-master" --port 0 >"$W/master3.log" 2>&1 &
+m3=$!
+PIDS="$PIDS $m3"
+wait_for 120 grep -q 'everything listed' "$W/master3.log" || fail "nfd-master starts: $(tail -c 300 "$W/master3.log")"
+mport=$(sed -n 's/.*on port \([0-9]*\).*/\1/p' "$W/master3.log" | head -n 1)
+# put_nf_as_worker NAME LABELS-FILE: node NAME's NodeFeature with those labels,
+# read and replaced (PUT) with the worker's token, the verbs its Role has
+put_nf_as_worker() {
+	local kw=(kubectl --kubeconfig "$W/kc-nfd-worker" -n $NS)
+	"${kw[@]}" get nodefeature "$1" -o json >"$W/nf.cur.json" 2>"$W/out" || return 1
+	python3 -c '
+import json, sys
+o = json.load(open(sys.argv[1]))
+o["spec"]["labels"] = json.load(open(sys.argv[2]))
+json.dump(o, open(sys.argv[3], "w"))' "$W/nf.cur.json" "$2" "$W/nf.json" &&
+		"${kw[@]}" replace -f "$W/nf.json" >"$W/out" 2>&1
+}
+printf '%s' '{"node-restriction.kubernetes.io/zone":"evil","kubernetes.io/hostname":"evil","feature.node.kubernetes.io/hostile":"1"}' >"$W/hostile.json"
+if put_nf_as_worker node1 "$W/hostile.json"; then
+	pass "nfd-worker's token (node1 compromised) writes node1's NodeFeature claiming node-restriction and kubernetes.io labels"
+else
+	fail "writing node1's hostile NodeFeature with the worker's token: $(head -c 300 "$W/out")"
+fi
+if wait_for 120 has_label node1 feature.node.kubernetes.io/hostile=1; then
+	if has_label node1 node-restriction.kubernetes.io/zone=secure && not_label node1 kubernetes.io/hostname; then
+		pass "nfd-master applies node1's feature label but neither node-restriction.kubernetes.io/zone=evil nor kubernetes.io/hostname"
+	else
+		fail "nfd-master wrote a forbidden label: $(jget /api/v1/nodes/node1 'o["metadata"]["labels"]')"
+	fi
+else
+	fail "nfd-master did not apply node1's NodeFeature: $(tail -c 400 "$W/master3.log")"
+fi
+# labels N FILE: N labels of about 50 bytes each
+labels() {
+	python3 -c '
+import json, sys
+print(json.dumps({"feature.node.kubernetes.io/big-%05d-%s" % (i, "x" * 10): "v" * 10 for i in range(int(sys.argv[1]))}))' "$1" >"$2"
+}
+# 20,000 labels (about 1.3 MB): stored, but without managed fields, which
+# would take the object over etcd's 1.5 MiB (the API server drops them then)
+labels 20000 "$W/big.json"
+if put_nf_as_worker node1 "$W/big.json"; then
+	pass "the worker's token writes a $(($(wc -c <"$W/nf.json") / 1024)) KiB NodeFeature with 20,000 labels (over the master's 10,000 cap)"
+else
+	fail "the 20,000-label NodeFeature: $(head -c 300 "$W/out")"
+fi
+t "the real server stores it without metadata.managedFields (with them it would be over etcd's 1.5 MiB)" \
+	jget "$NFAPI/namespaces/$NS/nodefeatures/node1" '1 / (len(o["spec"]["labels"]) == 20000 and "managedFields" not in o["metadata"])'
+if wait_for 120 grep -q "NodeFeature $NS/node1 (node node1): 20000 labels, more than 10000; refused" "$W/master3.log"; then
+	pass "nfd-master refuses node1's 20,000-label NodeFeature, naming it"
+else
+	fail "nfd-master did not refuse the 20,000-label NodeFeature: $(tail -c 400 "$W/master3.log")"
+fi
+printf '{"apiVersion":"nfd.k8s-sigs.io/v1alpha1","kind":"NodeFeature","metadata":{"name":"node2","namespace":"%s","labels":{"nfd.node.kubernetes.io/node-name":"node2"}},"spec":{"labels":{"feature.node.kubernetes.io/after":"1"}}}' $NS |
+	K apply -f - >/dev/null 2>&1
+healthy() { [ "$(curl -s -m 1 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$mport/healthz")" = 200 ]; }
+if wait_for 120 has_label node2 feature.node.kubernetes.io/after=1 && healthy; then
+	pass "with node1's 20,000-label NodeFeature in, nfd-master still applies node2's and answers /healthz"
+else
+	fail "nfd-master after the 20,000-label NodeFeature: healthz $(curl -s -m 1 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$mport/healthz"); $(tail -c 400 "$W/master3.log")"
+fi
+kill "$m3" 2>/dev/null
+wait "$m3" 2>/dev/null
 [ "$fails" -eq 0 ]

@@ -178,7 +178,8 @@ def bad_request(msg):
 def invalid(res, name, causes):
     """causes: list of (field, message-after-field) tuples."""
     parts = ["%s: %s" % (f, m) for f, m in causes]
-    msg = '%s "%s" is invalid: %s' % (res.kind, name,
+    # the group-qualified kind, as the API server's GroupKind.String()
+    msg = '%s "%s" is invalid: %s' % (res.kind + ("." + res.group if res.group else ""), name,
                                       parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]")
     d = {"name": name, "group": res.group, "kind": res.kind,
          "causes": [{"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in causes]}
@@ -1809,6 +1810,14 @@ class Store:
         table = self.objs[res.plural]
         if new is not None:
             new["metadata"]["resourceVersion"] = rv
+            manager = getattr(CURRENT, "manager", None)
+            if manager is not None:
+                update_managed_fields(old, new, manager)
+                # etcd stores the managed fields too; where they would take the
+                # object over its 1.5 MiB, the API server stores it without
+                # them (seen in tests/k8s/real.sh: 20,000 labels, 860 KB)
+                if len(json.dumps(new, separators=(",", ":"))) > MAX_OBJECT:
+                    new["metadata"].pop("managedFields", None)
             table[key] = new
             obj = new
         else:
@@ -2011,6 +2020,11 @@ class Store:
         else:
             nmd.pop("namespace", None)
         nmd["resourceVersion"] = omd["resourceVersion"]
+        # the server keeps the managed fields itself (see update_managed_fields)
+        if "managedFields" in omd:
+            nmd["managedFields"] = omd["managedFields"]
+        else:
+            nmd.pop("managedFields", None)
         if not json_equal(spec_of(res, new), spec_of(res, old)):
             nmd["generation"] = omd.get("generation", 1) + 1
         default_meta(res, new)
@@ -2202,6 +2216,93 @@ class Store:
 # which labels they removed, added or changed, so tests can tell from the log
 # alone whether a client ever took away a label it should have kept.
 CURRENT = threading.local()
+
+
+# metadata.managedFields, as the API server (1.18+) keeps them for every write
+# through the API: one entry per field manager (the User-Agent up to its first
+# "/"), operation Update, the fields it set as FieldsV1. A manager owns the
+# fields its writes added or changed; another manager's change takes them
+# from it; removed fields are nobody's. Lists are owned whole (the server
+# tracks list items by key). Writes through the control API keep none.
+MF_META = ("labels", "annotations", "ownerReferences", "finalizers")
+
+
+def _mf_paths(obj):
+    """{path tuple: leaf value or DICT} for every field a manager can own."""
+    out = {}
+
+    def walk(v, path):
+        if isinstance(v, dict):
+            out[path] = DICT
+            for k, c in v.items():
+                walk(c, path + (k,))
+        else:
+            out[path] = v
+    for k, v in obj.items():
+        if k in ("apiVersion", "kind"):
+            continue
+        if k == "metadata":
+            for mk in MF_META:
+                if mk in (v or {}):
+                    walk(v[mk], ("metadata", mk))
+            continue
+        walk(v, (k,))
+    return out
+
+
+DICT = object()
+
+
+def _mf_fields(paths):
+    """A set of paths as FieldsV1 (metadata itself without "." as the server has it)."""
+    root = {}
+    for p in sorted(paths):
+        node = root
+        for i, k in enumerate(p):
+            node = node.setdefault("f:" + k, {})
+            if i == len(p) - 1 and paths[p] is DICT and p != ("metadata",):
+                node["."] = {}
+    return root
+
+
+def _mf_parse(fields, prefix=()):
+    out = set()
+    for k, v in (fields or {}).items():
+        if k == ".":
+            out.add(prefix)
+        elif k.startswith("f:"):
+            p = prefix + (k[2:],)
+            if not v or list(v) == ["."]:
+                out.add(p)
+            out |= _mf_parse(v, p)
+    return out
+
+
+def update_managed_fields(old, new, manager):
+    np_ = _mf_paths(new)
+    op = _mf_paths(old) if old is not None else {}
+    changed = {p for p, v in np_.items() if p not in op or (v is not DICT and not json_equal(v, op[p]))}
+    entries = []
+    mine = set()
+    for e in ((old or {}).get("metadata") or {}).get("managedFields") or []:
+        owned = _mf_parse(e.get("fieldsV1")) & set(np_)
+        if e.get("manager") == manager and e.get("operation") == "Update":
+            mine = owned
+            continue
+        owned -= changed
+        if owned:
+            e = dict(e)
+            e["fieldsV1"] = _mf_fields({p: np_[p] for p in owned})
+            entries.append(e)
+    mine = (mine | changed) & set(np_)
+    if mine:
+        entries.append({"manager": manager, "operation": "Update",
+                        "apiVersion": new.get("apiVersion", "v1"), "time": now_rfc3339(),
+                        "fieldsType": "FieldsV1", "fieldsV1": _mf_fields({p: np_[p] for p in mine})})
+    if entries:
+        new["metadata"]["managedFields"] = entries
+    else:
+        new["metadata"].pop("managedFields", None)
 
 
 def note_label_changes(old, new):
@@ -2604,6 +2705,7 @@ class Handler(BaseHTTPRequestHandler):
     def dispatch(self):
         self.entry = None
         CURRENT.entry = None
+        CURRENT.manager = None
         self.fault_close = False
         self.sent = False
         try:
@@ -2661,6 +2763,8 @@ class Handler(BaseHTTPRequestHandler):
                              verb=verb, resource=(route[0].plural + ("/" + route[3] if route[3] else "")) if route else None,
                              watch=watch, status=None, fault=None)
         CURRENT.entry = self.entry
+        # the field manager of this request's writes: the User-Agent up to its first "/"
+        CURRENT.manager = (self.headers.get("User-Agent") or "unknown").split("/")[0] if route else None
         raw = self.read_body()
         f = FAULTS.match(method, path, u.query, verb, ident[0] if ident else None, watch)
         if f:
