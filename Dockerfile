@@ -26,7 +26,7 @@ FROM --platform=$BUILDPLATFORM debian:bookworm AS build
 WORKDIR /src
 # install-deps first and alone, so the package layer survives source edits
 COPY scripts/install-deps scripts/install-deps
-RUN scripts/install-deps && rm -rf /var/lib/apt/lists/*
+RUN scripts/install-deps --build-only && rm -rf /var/lib/apt/lists/*
 # .dockerignore lets in only what the release build reads (no build/ objects
 # of the host's, no config.mak), plus build/cache: pinned tarballs that
 # scripts/fetch-deps verifies by sha256 before use.

@@ -39,9 +39,10 @@ GPUNS=d8-nvidia-gpu
 NFAPI=/apis/nfd.k8s-sigs.io/v1alpha1
 
 # sa_kubeconfig NS SA FILE: a kubeconfig for the ServiceAccount, with a token
-# from the TokenRequest API (an hour) and NS as its namespace
+# from the TokenRequest API (an hour) and NS as its namespace (mode 600)
 sa_kubeconfig() {
 	local tok
+	(umask 077 && : >"$3")
 	tok=$(printf '%s' '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":3600}}' |
 		K create --raw "/api/v1/namespaces/$1/serviceaccounts/$2/token" -f - |
 		python3 -c 'import json, sys; print(json.load(sys.stdin)["status"]["token"])') || return 1
@@ -164,25 +165,45 @@ t "the stored NodeFeature node1: features.flags/attributes/instances and the nod
 	jget "$NFAPI/namespaces/$NS/nodefeatures/node1" \
 	'1 / (o["metadata"]["labels"]["nfd.node.kubernetes.io/node-name"] == "node1" and len(o["spec"]["features"]["flags"]) > 0 and len(o["spec"]["features"]["attributes"]) > 0 and len(o["spec"]["features"]["instances"]) > 0)'
 
-# One rule less: the worker's Role without its NodeFeature rule fails the run
-K get role -n $NS nfd-worker -o json >"$W/role.json"
-python3 -c '
+# One rule less: each applet's role without one rule it needs fails the
+# applet, saying 403. less_rule KIND NS NAME RESOURCE VERB drops VERB on
+# RESOURCE from the role; restore puts the role back as it was.
+less_rule() {
+	local ns=()
+	[ -n "$2" ] && ns=(-n "$2")
+	K get "$1" "${ns[@]}" "$3" -o json >"$W/role.orig.json"
+	# the role as read, less the server's metadata; then without the verb
+	python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
-r["rules"] = [x for x in r["rules"] if "nodefeatures" not in x["resources"]]
 for k in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
     r["metadata"].pop(k, None)
-json.dump(r, open(sys.argv[2], "w"))' "$W/role.json" "$W/role-less.json"
-K replace -f "$W/role-less.json" >/dev/null 2>&1
+json.dump(r, open(sys.argv[1], "w"))
+for x in r["rules"]:
+    if sys.argv[3] in x["resources"] and sys.argv[4] in x["verbs"]:
+        x["verbs"].remove(sys.argv[4])
+r["rules"] = [x for x in r["rules"] if x["verbs"]]
+json.dump(r, open(sys.argv[2], "w"))' "$W/role.orig.json" "$W/role.less.json" "$4" "$5"
+	K replace -f "$W/role.less.json" >/dev/null
+}
+restore() { K replace -f "$W/role.orig.json" >/dev/null; }
+# RBAC is enforced at once, but say so through the API: the SA's own view
+cannot() { # KUBECONFIG VERB RESOURCE [NS]
+	[ "$(kubectl --kubeconfig "$1" auth can-i "$2" "$3" ${4:+-n "$4"} 2>/dev/null)" = no ]
+}
+refused() { # NAME LOGFILE
+	if grep -q '403' "$2"; then pass "$1"; else fail "$1: no 403 in $(tail -c 300 "$2")"; fi
+}
+# nfd-worker's Role without create on nodefeatures: its first publish fails
+less_rule role $NS nfd-worker nodefeatures create
 K delete nodefeature -n $NS node1 >/dev/null 2>&1
+wait_for 30 cannot "$W/kc-nfd-worker" create nodefeatures.nfd.k8s-sigs.io $NS
 if worker node1 "$W/kc-nfd-worker" >"$W/out" 2>&1; then
-	fail "nfd-worker publishes with its Role's NodeFeature rule removed"
-elif grep -q '403' "$W/out"; then
-	pass "nfd-worker's Role less its NodeFeature rule: the run fails, saying 403"
+	fail "nfd-worker publishes with create on nodefeatures removed from its Role"
 else
-	fail "nfd-worker fails without its NodeFeature rule, but not with a 403: $(tail -c 300 "$W/out")"
+	refused "nfd-worker without create on nodefeatures: the run fails, saying 403" "$W/out"
 fi
-K apply -k "$FB_TOP/deploy/overlays/default" >/dev/null 2>&1
+restore
 worker node1 "$W/kc-nfd-worker" >"$W/out" 2>&1 || fail "nfd-worker with its Role restored: $(tail -c 300 "$W/out")"
 
 # audited VERB URI-REGEX USER: requests in the API server's audit log
@@ -356,7 +377,7 @@ dtc -I dts -O dtb -o "$W/rpi4.dtb" "$FB_TOP/tests/fixtures/dt/rpi4.dts" 2>/dev/n
 "$FB" dt-labeller -d --dtb "$W/rpi4.dtb" 2>/dev/null | sed -n 's|^\(beta\.devicetree\.org/[^:]*\): \(.*\)$|\1=\2|p' | sort >"$W/dt.want"
 # deploy/base/rbac/dt-labeller is in no overlay (dt-labeller's controller
 # mode): applied on its own, in $NS
-K kustomize "$FB_TOP/deploy/base/rbac/dt-labeller" -o "$W/dt-rbac.yaml" 2>/dev/null
+K kustomize "$FB_TOP/deploy/base/rbac/dt-labeller" >"$W/dt-rbac.yaml" 2>/dev/null
 python3 -c '
 import sys
 out = []
@@ -404,41 +425,7 @@ t "the PhysicalGPU's status.currentState is vfio-pci / VFIO (the status subresou
 t "an Event DriverSwitched on the PhysicalGPU in default" jget /api/v1/namespaces/default/events \
 	'1 / any(e["reason"] == "DriverSwitched" and e["involvedObject"]["name"] == "node1-0000-01-00-0" for e in o["items"])'
 
-# 12. One rule less: each applet's role without one rule it needs fails the
-# applet, saying 403 (nfd-worker's is above). less_rule KIND NS NAME RESOURCE VERB
-# drops VERB on RESOURCE from the role; restore KIND NS NAME puts it back.
-less_rule() {
-	local ns=()
-	[ -n "$2" ] && ns=(-n "$2")
-	K get "$1" "${ns[@]}" "$3" -o json >"$W/role.orig.json"
-	python3 -c '
-import json, sys
-r = json.load(open(sys.argv[1]))
-for x in r["rules"]:
-    if sys.argv[3] in x["resources"] and sys.argv[4] in x["verbs"]:
-        x["verbs"].remove(sys.argv[4])
-r["rules"] = [x for x in r["rules"] if x["verbs"]]
-for k in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
-    r["metadata"].pop(k, None)
-json.dump(r, open(sys.argv[2], "w"))' "$W/role.orig.json" "$W/role.less.json" "$4" "$5"
-	K replace -f "$W/role.less.json" >/dev/null
-}
-restore() {
-	python3 -c '
-import json, sys
-r = json.load(open(sys.argv[1]))
-for k in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
-    r["metadata"].pop(k, None)
-json.dump(r, open(sys.argv[1], "w"))' "$W/role.orig.json"
-	K replace -f "$W/role.orig.json" >/dev/null
-}
-# RBAC is enforced at once, but say so through the API: the SA's own view
-cannot() { # KUBECONFIG VERB RESOURCE [NS]
-	[ "$(kubectl --kubeconfig "$1" auth can-i "$2" "$3" ${4:+-n "$4"} 2>/dev/null)" = no ]
-}
-refused() { # NAME LOGFILE
-	if grep -q '403' "$2"; then pass "$1"; else fail "$1: no 403 in $(tail -c 300 "$2")"; fi
-}
+# 12. One rule less for the other applets (nfd-worker's is in 4).
 less_rule clusterrole "" featurebox-dt-labeller nodes patch
 wait_for 30 cannot "$W/kc-dt-labeller" patch nodes
 if "$FB" dt-labeller --oneshot --kubeconfig "$W/kc-dt-labeller" --node-name node1 --dtb "$W/rpi4.dtb" >"$W/out" 2>&1; then
@@ -476,7 +463,7 @@ fi
 kill "$gc" 2>/dev/null
 wait "$gc" 2>/dev/null
 restore
-K get role -n $NS nfd-master >/dev/null 2>&1 && less_rule role $NS nfd-master leases create
+less_rule role $NS nfd-master leases create
 wait_for 30 cannot "$W/kc-nfd-master" create leases.coordination.k8s.io $NS
 K delete lease -n $NS nfd-master.nfd.kubernetes.io >/dev/null 2>&1
 "$FB" nfd-master --kubeconfig "$W/kc-nfd-master" --enable-leader-election --port 0 >"$W/master2.log" 2>&1 &
@@ -555,11 +542,11 @@ else
 fi
 printf '{"apiVersion":"nfd.k8s-sigs.io/v1alpha1","kind":"NodeFeature","metadata":{"name":"node2","namespace":"%s","labels":{"nfd.node.kubernetes.io/node-name":"node2"}},"spec":{"labels":{"feature.node.kubernetes.io/after":"1"}}}' $NS |
 	K apply -f - >/dev/null 2>&1
-healthy() { [ "$(curl -s -m 1 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$mport/healthz")" = 200 ]; }
-if wait_for 120 has_label node2 feature.node.kubernetes.io/after=1 && healthy; then
+if wait_for 120 has_label node2 feature.node.kubernetes.io/after=1 &&
+	[ "$(probe "http://127.0.0.1:$mport/healthz")" = 200 ]; then
 	pass "with node1's 20,000-label NodeFeature in, nfd-master still applies node2's and answers /healthz"
 else
-	fail "nfd-master after the 20,000-label NodeFeature: healthz $(curl -s -m 1 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$mport/healthz"); $(tail -c 400 "$W/master3.log")"
+	fail "nfd-master after the 20,000-label NodeFeature: healthz $(probe "http://127.0.0.1:$mport/healthz"); $(tail -c 400 "$W/master3.log")"
 fi
 kill "$m3" 2>/dev/null
 wait "$m3" 2>/dev/null
