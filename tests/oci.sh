@@ -20,6 +20,8 @@ ver=$(sed -n 's/^#define FB_VERSION "\(.*\)"$/\1/p' core/version.h)
 conf=etc/kubernetes/node-feature-discovery/nfd-worker.conf
 def_applets=$(sed -n 's/^APPLET(\([a-z0-9-]*\),.*/\1/p' applets/applets.def)
 py() { python3 -c "$@"; }
+# listing DIR: every entry's type, mode, path and link target, sorted by path
+listing() { (cd "$1" && find . -mindepth 1 -printf '%y %m %P %l\n' | LC_ALL=C sort -k3); }
 
 # 1. make oci, twice: the same bytes, and the digests it prints are the blobs'
 if ! out=$(make -s --no-print-directory oci OCI_OUT="$A" 2>&1); then
@@ -174,7 +176,6 @@ assert len(c["rootfs"]["diff_ids"]) == 1, c["rootfs"]
 	chmod 755 "$b"
 	root=$b/rootfs
 	tree=build/image/$arch/rootfs
-	listing() { (cd "$1" && find . -mindepth 1 -printf '%y %m %P %l\n' | LC_ALL=C sort -k3); }
 	if [ "$(listing "$root")" = "$(listing "$tree")" ] && diff -r --no-dereference "$root" "$tree" >"$W/err" 2>&1; then
 		pass "$p: the unpacked tree is $tree, entry by entry (type, mode, link) and byte for byte"
 	else

@@ -28,6 +28,15 @@ if ! "$CP" start "$D" node1 node2 >"$W/start.log" 2>&1; then
 fi
 pass "etcd and kube-apiserver ($("$(cat "$D/kube-apiserver-path")" --version 2>&1)) start, /readyz ok"
 
+# daemon VAR LOG CMD...: CMD in the background, its output in LOG, its pid in
+# VAR (and in PIDS, killed on exit); end it with testing.sh's stop (bounded)
+daemon() {
+	local v=$1 log=$2
+	shift 2
+	"$@" >"$log" 2>&1 &
+	printf -v "$v" '%s' $!
+	PIDS="$PIDS $!"
+}
 K() { kubectl --kubeconfig "$D/kubeconfig-admin" "$@"; }
 KN() { # NODE ARGS...: as system:node:NODE
 	local n=$1
@@ -224,10 +233,8 @@ print(n)' "$D/audit.log" "$@"
 for i in $(seq 1 120); do
 	printf '{"apiVersion":"v1","kind":"Node","metadata":{"name":"filler-%03d"}}\n' "$i"
 done | K create -f - >/dev/null 2>&1 || fail "creating 120 filler Nodes"
-"$FB" nfd-master --kubeconfig "$W/kc-nfd-master" --enable-leader-election --port 0 --informer-page-size 25 \
-	>"$W/master.log" 2>&1 &
-master=$!
-PIDS="$PIDS $master"
+daemon master "$W/master.log" \
+	"$FB" nfd-master --kubeconfig "$W/kc-nfd-master" --enable-leader-election --port 0 --informer-page-size 25
 lease_holder() { jget "/apis/coordination.k8s.io/v1/namespaces/$NS/leases/nfd-master.nfd.kubernetes.io" 'o["spec"]["holderIdentity"]'; }
 if wait_for 120 lease_holder; then
 	pass "nfd-master takes the Lease nfd-master.nfd.kubernetes.io (holder $(lease_holder))"
@@ -334,15 +341,12 @@ else
 	fail "node1 keeps the pci label the NodeFeature no longer has: $(tail -c 600 "$W/master.log")"
 fi
 
-kill "$master" 2>/dev/null
-wait "$master" 2>/dev/null
+stop "$master"
 
 # 8. nfd-gc under its ServiceAccount: the NodeFeature of a node that does not exist goes
 printf '{"apiVersion":"nfd.k8s-sigs.io/v1alpha1","kind":"NodeFeature","metadata":{"name":"gone","namespace":"%s","labels":{"nfd.node.kubernetes.io/node-name":"gone"}},"spec":{}}' $NS |
 	K create -f - >/dev/null 2>&1
-"$FB" nfd-gc --kubeconfig "$W/kc-nfd-gc" --port 0 --gc-interval 1h >"$W/gc.log" 2>&1 &
-gc=$!
-PIDS="$PIDS $gc"
+daemon gc "$W/gc.log" "$FB" nfd-gc --kubeconfig "$W/kc-nfd-gc" --port 0 --gc-interval 1h
 nf_gone() { ! K get nodefeature -n $NS gone >/dev/null 2>&1; }
 if wait_for 120 nf_gone; then
 	pass "nfd-gc as ServiceAccount nfd-gc deletes the NodeFeature of a node that does not exist"
@@ -350,8 +354,7 @@ else
 	fail "nfd-gc left NodeFeature gone: $(tail -c 400 "$W/gc.log")"
 fi
 t "nfd-gc keeps node1's NodeFeature" K get nodefeature -n $NS node1
-kill "$gc" 2>/dev/null
-wait "$gc" 2>/dev/null
+stop "$gc"
 
 # 9. gpu-node-agent under its ServiceAccount: PhysicalGPU objects as the real
 # server validates and prunes them, and the node's vendor label
@@ -407,9 +410,7 @@ fi
 # PhysicalGPU's status.currentState and an Event in "default"
 T=$W/vfio
 cp -r "$FB_TOP/tests/fixtures/sysfs/vfio" "$T" && chmod -R u+w "$T"
-python3 "$FB_TOP/tests/applets/fakekernel.py" "$T" >/dev/null 2>&1 &
-fk=$!
-PIDS="$PIDS $fk"
+daemon fk "$W/fakekernel.log" python3 "$FB_TOP/tests/applets/fakekernel.py" "$T"
 wait_for 60 test -f "$T/fakekernel.ready" || fail "fakekernel.py starts"
 printf '{"apiVersion":"gpu.deckhouse.io/v1alpha1","kind":"PhysicalGPU","metadata":{"name":"node1-0000-01-00-0","labels":{"gpu.deckhouse.io/node":"node1"}},"spec":{}}' |
 	K create -f - >/dev/null 2>&1 || fail "creating PhysicalGPU node1-0000-01-00-0"
@@ -452,34 +453,32 @@ less_rule clusterrole "" featurebox-nfd-gc nodefeatures delete
 wait_for 30 cannot "$W/kc-nfd-gc" delete nodefeatures.nfd.k8s-sigs.io $NS
 printf '{"apiVersion":"nfd.k8s-sigs.io/v1alpha1","kind":"NodeFeature","metadata":{"name":"gone2","namespace":"%s","labels":{"nfd.node.kubernetes.io/node-name":"gone2"}},"spec":{}}' $NS |
 	K create -f - >/dev/null 2>&1
-"$FB" nfd-gc --kubeconfig "$W/kc-nfd-gc" --port 0 --gc-interval 1h >"$W/gc.log" 2>&1 &
-gc=$!
-PIDS="$PIDS $gc"
-if wait_for 120 grep -q 403 "$W/gc.log" && K get nodefeature -n $NS gone2 >/dev/null 2>&1; then
-	pass "nfd-gc without delete on nodefeatures: the NodeFeature stays, the log says 403"
-else
-	fail "nfd-gc without its delete rule: $(tail -c 300 "$W/gc.log")"
-fi
-kill "$gc" 2>/dev/null
-wait "$gc" 2>/dev/null
+# refused_daemon NAME LOG CHECK... -- CMD...: the daemon CMD logs a 403 and
+# CHECK holds (what it could not do was not done); then it is stopped
+refused_daemon() {
+	local name=$1 log=$2 check=() pid
+	shift 2
+	while [ "$1" != -- ]; do check+=("$1"); shift; done
+	shift
+	daemon pid "$log" "$@"
+	if wait_for 120 grep -q 403 "$log" && "${check[@]}" >/dev/null 2>&1; then
+		pass "$name"
+	else
+		fail "$name: $(tail -c 300 "$log")"
+	fi
+	stop "$pid"
+}
+refused_daemon "nfd-gc without delete on nodefeatures: the NodeFeature stays, the log says 403" "$W/gc.log" \
+	K get nodefeature -n $NS gone2 -- "$FB" nfd-gc --kubeconfig "$W/kc-nfd-gc" --port 0 --gc-interval 1h
 restore
 less_rule role $NS nfd-master leases create
 wait_for 30 cannot "$W/kc-nfd-master" create leases.coordination.k8s.io $NS
 K delete lease -n $NS nfd-master.nfd.kubernetes.io >/dev/null 2>&1
-"$FB" nfd-master --kubeconfig "$W/kc-nfd-master" --enable-leader-election --port 0 >"$W/master2.log" 2>&1 &
-m2=$!
-PIDS="$PIDS $m2"
-if wait_for 120 grep -q 403 "$W/master2.log" &&
-	! K get lease -n $NS nfd-master.nfd.kubernetes.io >/dev/null 2>&1; then
-	pass "nfd-master without create on leases: no Lease, the log says 403"
-else
-	fail "nfd-master without its lease create rule: $(tail -c 300 "$W/master2.log")"
-fi
-kill "$m2" 2>/dev/null
-wait "$m2" 2>/dev/null
+no_lease() { ! K get lease -n $NS nfd-master.nfd.kubernetes.io; }
+refused_daemon "nfd-master without create on leases: no Lease, the log says 403" "$W/master2.log" \
+	no_lease -- "$FB" nfd-master --kubeconfig "$W/kc-nfd-master" --enable-leader-election --port 0
 restore
-kill "$fk" 2>/dev/null
-wait "$fk" 2>/dev/null
+stop "$fk"
 
 # 13. A compromised node1 with what it can really use: the nfd-worker
 # ServiceAccount token of the worker Pod on it. It writes node1's NodeFeature
@@ -487,9 +486,7 @@ wait "$fk" 2>/dev/null
 # nfd-master (its own ServiceAccount) writes none of the forbidden ones,
 # refuses the big one, keeps answering /healthz, and still applies node2's
 # NodeFeature.
-"$FB" nfd-master --kubeconfig "$W/kc-nfd-master" --port 0 >"$W/master3.log" 2>&1 &
-m3=$!
-PIDS="$PIDS $m3"
+daemon m3 "$W/master3.log" "$FB" nfd-master --kubeconfig "$W/kc-nfd-master" --port 0
 wait_for 120 grep -q 'everything listed' "$W/master3.log" || fail "nfd-master starts: $(tail -c 300 "$W/master3.log")"
 mport=$(sed -n 's/.*on port \([0-9]*\).*/\1/p' "$W/master3.log" | head -n 1)
 # put_nf_as_worker NAME LABELS-FILE: node NAME's NodeFeature with those labels,
@@ -548,6 +545,5 @@ if wait_for 120 has_label node2 feature.node.kubernetes.io/after=1 &&
 else
 	fail "nfd-master after the 20,000-label NodeFeature: healthz $(probe "http://127.0.0.1:$mport/healthz"); $(tail -c 400 "$W/master3.log")"
 fi
-kill "$m3" 2>/dev/null
-wait "$m3" 2>/dev/null
+stop "$m3"
 [ "$fails" -eq 0 ]
